@@ -1,0 +1,8 @@
+import type { Database } from '../shared/db/client.js';
+import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
+
+/** What activities may touch. Tests pass real instances; nothing is module-mocked. */
+export interface ActivityDeps {
+  db: Database;
+  settings: SiteSettingsCache;
+}

@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AppDeps } from './deps.js';
+import { errorsPlugin } from './plugins/errors.js';
+import { metricsPlugin } from './plugins/metrics.js';
+import { openapiPlugin } from './plugins/openapi.js';
+import { credentialsRoutes } from './routes/credentials/index.js';
+import { platformRoutes } from './routes/platform/index.js';
+
+export type { AppDeps } from './deps.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Registers every plugin and route group on `app`. Tests and `main.ts` both go through here. */
+export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  await app.register(errorsPlugin);
+  await app.register(openapiPlugin);
+  await app.register(metricsPlugin);
+  await app.register(platformRoutes, deps);
+  await app.register(credentialsRoutes, deps);
+}
+
+/** A ready-to-listen Fastify instance. `logger` defaults to pino JSON at LOG_LEVEL. */
+export async function buildApp(deps: AppDeps, options: { logger?: FastifyServerOptions['logger'] } = {}) {
+  const app = Fastify({
+    logger: options.logger ?? { level: deps.config.LOG_LEVEL },
+    bodyLimit: deps.config.BODY_LIMIT_BYTES,
+    // Keep a caller's (or proxy's) request id when it is sane, so logs join up across hops.
+    requestIdHeader: 'x-request-id',
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    requestIdLogLabel: 'requestId',
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  await registerApp(app, deps);
+  return app;
+}

@@ -1,0 +1,31 @@
+import type { Config } from '../shared/config.js';
+import { createDb } from '../shared/db/client.js';
+import { createIdentityProvider } from '../shared/credentials/identity-provider.js';
+import { SiteSettingsCache } from '../shared/site-settings/cache.js';
+import { connectTemporalClient } from '../temporal/connection.js';
+import type { AppDeps } from './deps.js';
+
+/** Opens every connection the API needs; `close()` releases them in reverse order. */
+export async function connectAppDeps(
+  config: Config,
+  targets: { databaseUrl: string; temporalAddress: string },
+  log: (message: string) => void = () => {},
+): Promise<AppDeps & { close(): Promise<void> }> {
+  const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api' });
+  const settings = new SiteSettingsCache(db, {
+    onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`),
+    onListenerError: (error) => log(`site settings listener: ${error.message}`),
+  });
+  await settings.listen(targets.databaseUrl);
+  const temporal = await connectTemporalClient(targets.temporalAddress, config.TEMPORAL_NAMESPACE);
+  const idp = await createIdentityProvider(config);
+  return {
+    config, db, settings, idp,
+    temporal: { client: temporal.client, connection: temporal.connection },
+    async close() {
+      await temporal.close();
+      await settings.close();
+      await db.destroy();
+    },
+  };
+}

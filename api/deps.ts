@@ -1,0 +1,14 @@
+import type { Client, Connection } from '@temporalio/client';
+import type { Config } from '../shared/config.js';
+import type { Database } from '../shared/db/client.js';
+import type { IdentityProvider } from '../shared/credentials/identity-provider.js';
+import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
+
+/** Everything the API needs from outside; `api/main.ts` builds it, tests build it with real parts. */
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  temporal: { client: Client; connection: Connection };
+  settings: SiteSettingsCache;
+  idp: IdentityProvider;
+}

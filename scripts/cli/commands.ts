@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import type { Config } from '../../shared/config.js';
+import type { Database } from '../../shared/db/client.js';
+import { grantCredits } from '../../shared/billing/service.js';
+import { createApiKey } from '../../shared/credentials/api-keys.js';
+import { createIdentityProvider } from '../../shared/credentials/identity-provider.js';
+import { findUserById } from '../../shared/identity/repository.js';
+import { displayNameSchema, emailSchema, phoneSchema, planCodeSchema, teamRoleSchema } from '../../shared/identity/schemas.js';
+import { addTeamMember, createProject, createTeam, createUser } from '../../shared/identity/service.js';
+import { notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
+import { isKnownSiteSetting, resolveSiteSetting } from '../../shared/site-settings/schemas.js';
+import { connectTemporalClient } from '../../temporal/connection.js';
+import { taskQueueName } from '../../temporal/task-queues.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
+import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
+
+export interface CliContext {
+  config: Config;
+  db(): Database;
+  temporalAddress(): string;
+  warn(message: string): void;
+}
+
+type Command = (flags: Record<string, string>, ctx: CliContext) => Promise<Record<string, unknown>>;
+
+/** The operator CLI (CONTRACTS.md). Each command prints one JSON object; later capabilities add theirs here. */
+export const commands: Record<string, Command> = {
+  'user create': async (flags, ctx) => {
+    const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });
+    const user = await createUser(ctx.db(), f);
+    return { id: user.id, email: user.email };
+  },
+
+  'team create': async (flags, ctx) => {
+    const f = readFlags(flags, { owner: uuidFlag, name: displayNameSchema, plan: planCodeSchema.optional() });
+    const team = await createTeam(ctx.db(), { ownerId: f.owner, name: f.name, plan: f.plan });
+    return { id: team.id, slug: team.slug, name: team.name, planCode: team.plan_code };
+  },
+
+  'team add-member': async (flags, ctx) => {
+    const f = readFlags(flags, { team: uuidFlag, user: uuidFlag, role: teamRoleSchema });
+    const member = await addTeamMember(ctx.db(), { teamId: f.team, userId: f.user, role: f.role });
+    return { teamId: member.team_id, userId: member.user_id, role: member.role };
+  },
+
+  'project create': async (flags, ctx) => {
+    const f = readFlags(flags, { team: uuidFlag, name: displayNameSchema });
+    const project = await createProject(ctx.db(), { teamId: f.team, name: f.name });
+    return { id: project.id, slug: project.slug, teamId: project.team_id };
+  },
+
+  'jwt issue': async (flags, ctx) => {
+    const f = readFlags(flags, { user: uuidFlag, ttl: positiveIntFlag.pipe(z.number().max(30 * 24 * 3600)).optional() });
+    if (!(await findUserById(ctx.db(), f.user))) throw notFound(`User ${f.user}`);
+    const idp = await createIdentityProvider(ctx.config);
+    return { token: await idp.issue(f.user, f.ttl ?? 3600) };
+  },
+
+  'credits grant': async (flags, ctx) => {
+    const f = readFlags(flags, { team: uuidFlag, amount: positiveIntFlag });
+    return grantCredits(ctx.db(), { teamId: f.team, amountMilli: f.amount });
+  },
+
+  'settings set': async (flags, ctx) => {
+    const f = readFlags(flags, { key: z.string().trim().min(1).max(200), value: jsonFlag });
+    if (isKnownSiteSetting(f.key)) {
+      // Stored anyway (an operator may be staging a fix), but say that readers will use defaults.
+      resolveSiteSetting(f.key, f.value, (key, reason) => ctx.warn(`${key} does not validate, readers will use the defaults: ${reason}`));
+    }
+    await upsertSiteSetting(ctx.db(), f.key, f.value);
+    return { key: f.key, value: f.value };
+  },
+
+  'api-key create': async (flags, ctx) => {
+    const f = readFlags(flags, { team: uuidFlag, user: uuidFlag, name: displayNameSchema, 'limit-credits': positiveIntFlag.optional() });
+    return createApiKey(ctx.db(), { teamId: f.team, createdBy: f.user, name: f.name, limitCredits: f['limit-credits'] ?? null });
+  },
+
+  /** Runs the platform probe workflow end to end: Temporal → worker → activity → PostgreSQL. */
+  doctor: async (flags, ctx) => {
+    readFlags(flags, {});
+    const temporal = await connectTemporalClient(ctx.temporalAddress(), ctx.config.TEMPORAL_NAMESPACE);
+    try {
+      const probeId = newId();
+      const started = Date.now();
+      const result = await temporal.client.workflow.execute('platformProbeWorkflow', {
+        taskQueue: taskQueueName('platform'),
+        workflowId: workflowIds.platformProbe(probeId),
+        args: [{ probeId, note: 'cli doctor' }],
+        workflowExecutionTimeout: '30 seconds',
+      });
+      return { ok: true, ...(result as object), roundTripMs: Date.now() - started };
+    } catch (error) {
+      throw new CliError('probe_failed', `The probe workflow did not complete (is a worker running?): ${(error as Error).message}`);
+    } finally {
+      await temporal.close();
+    }
+  },
+};

@@ -1,0 +1,115 @@
+// `npm start`: the whole stack on embedded defaults, in one process you stop with Ctrl-C.
+// Starts what is missing (PostgreSQL, Temporal dev server with its UI), migrates, seeds a demo
+// tenant, runs the worker and the API, and prints where everything is.
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Runtime } from '@temporalio/worker';
+import pg from 'pg';
+import { buildApp } from '../api/app.js';
+import { connectAppDeps } from '../api/connect-deps.js';
+import { loadConfig } from '../shared/config.js';
+import { createDb } from '../shared/db/client.js';
+import { startEmbeddedPostgres } from '../shared/db/embedded.js';
+import { migrateToLatest } from '../shared/db/migrate.js';
+import { findFreePort, isPortFree } from '../shared/ports.js';
+import { startTemporalDevServer } from '../temporal/dev-server.js';
+import { bundleWorkflows } from '../worker/bundle.js';
+import { startWorkers } from '../worker/start.js';
+import { seedDemoTenant } from './dev/seed-demo.js';
+
+const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
+const startedAt = performance.now();
+const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
+await mkdir(config.DATA_DIR, { recursive: true });
+const runtimeFile = path.join(config.DATA_DIR, 'runtime.json');
+
+// We own shutdown order (API, worker, Temporal, PostgreSQL), so the SDK must not act on signals itself.
+Runtime.install({ shutdownSignals: [] });
+
+const cleanups: Array<() => Promise<unknown>> = [];
+let stopping = false;
+/**
+ * Ordered shutdown. Repeated signals are expected, not a request to hurry: Ctrl-C reaches this
+ * process from the terminal and again from npm, which forwards it. A watchdog bounds the whole stop.
+ */
+async function stop(exitCode: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  say('stopping…');
+  // The watchdog also keeps the event loop alive: some SDK shutdown steps settle from native
+  // threads that hold no Node handle, and the process would otherwise exit halfway through.
+  setTimeout(() => { say('stop took too long; exiting'); process.exit(1); }, 30_000);
+  for (const cleanup of cleanups.reverse()) {
+    await cleanup().catch((error: Error) => say(`while stopping: ${error.message}`));
+  }
+  say('stopped');
+  process.exit(exitCode);
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
+
+try {
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    say('starting embedded PostgreSQL…');
+    const postgres = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), persistent: true });
+    cleanups.push(() => postgres.stop());
+    const admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+    const exists = await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'wfapp'`);
+    if (exists.rowCount === 0) await admin.query('CREATE DATABASE wfapp');
+    await admin.end();
+    databaseUrl = postgres.urlFor('wfapp');
+  }
+
+  let temporalAddress = config.TEMPORAL_ADDRESS;
+  let temporalUi = config.TEMPORAL_ADDRESS ? '(external Temporal: see its own UI)' : '';
+  if (!temporalAddress) {
+    say('starting Temporal dev server…');
+    const temporal = await startTemporalDevServer({
+      namespace: config.TEMPORAL_NAMESPACE, uiPort: config.TEMPORAL_UI_PORT,
+      dbFile: path.join(config.DATA_DIR, 'temporal.sqlite'), log: say,
+    });
+    cleanups.push(() => temporal.stop());
+    temporalAddress = temporal.address;
+    temporalUi = temporal.uiUrl ?? '';
+  }
+
+  const db = createDb(databaseUrl, { poolSize: 2, applicationName: 'wfapp-start' });
+  await migrateToLatest(db);
+  const demo = await seedDemoTenant(db, config.DATA_DIR);
+  await db.destroy();
+
+  const workers = await startWorkers({ config, databaseUrl, temporalAddress, workflowBundle: await bundleWorkflows(), log: say });
+  cleanups.push(() => workers.shutdown());
+  workers.done.catch((error: Error) => { say(`worker failed: ${error.message}`); void stop(1); });
+
+  const deps = await connectAppDeps(config, { databaseUrl, temporalAddress }, say);
+  cleanups.push(() => deps.close());
+  const app = await buildApp(deps);
+  cleanups.push(() => app.close());
+  const port = (process.env.PORT || (await isPortFree(config.PORT))) ? config.PORT : await findFreePort();
+  await app.listen({ port, host: config.HOST });
+  const apiUrl = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+
+  await writeFile(runtimeFile, JSON.stringify({ pid: process.pid, apiUrl, databaseUrl, temporalAddress }), { mode: 0o600 });
+  cleanups.unshift(() => rm(runtimeFile, { force: true }));
+
+  const seconds = ((performance.now() - startedAt) / 1000).toFixed(1);
+  process.stdout.write([
+    '',
+    `  Workflow Application Service is ready (${seconds} s)`,
+    '',
+    `  API          ${apiUrl}`,
+    `  API docs     ${apiUrl}/docs`,
+    `  Readiness    ${apiUrl}/readyz`,
+    `  Temporal UI  ${temporalUi}`,
+    `  Demo API key ${demo.apiKey}`,
+    `  Demo IDs     user ${demo.userId} · team ${demo.teamId} · project ${demo.projectId}`,
+    '',
+    '  Operator CLI: npm run --silent cli -- <command>   ·   Ctrl-C stops everything',
+    '',
+  ].join('\n') + '\n');
+} catch (error) {
+  say(`failed to start: ${(error as Error).message}`);
+  await stop(1);
+}

@@ -1,0 +1,43 @@
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Database } from '../../shared/db/client.js';
+import { grantCredits } from '../../shared/billing/service.js';
+import { createApiKey } from '../../shared/credentials/api-keys.js';
+import { findLiveApiKeyByHash } from '../../shared/credentials/repository.js';
+import { sha256Hex } from '../../shared/crypto.js';
+import { findUserByEmail } from '../../shared/identity/repository.js';
+import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
+
+export const DEMO_EMAIL = 'demo@example.com';
+const DEMO_TEAM = 'Demo Team';
+const DEMO_CREDITS_MILLI = 1_000_000;
+
+export interface DemoTenant { userId: string; teamId: string; projectId: string; apiKey: string }
+
+/**
+ * The demo tenant of `npm start`: user, team with credits, project, API key. Idempotent, so every
+ * start finds the same tenant. The demo key's plaintext is kept in `.data/` (development only)
+ * because the database holds just its hash; a revoked key is replaced by a new one.
+ */
+export async function seedDemoTenant(db: Database, dataDir: string): Promise<DemoTenant> {
+  const user = (await findUserByEmail(db, DEMO_EMAIL)) ?? (await createUser(db, { email: DEMO_EMAIL, name: 'Demo User' }));
+  let team = await db.selectFrom('teams').select('id').where('owner_id', '=', user.id).where('name', '=', DEMO_TEAM)
+    .where('deleted_at', 'is', null).executeTakeFirst();
+  if (!team) {
+    team = await createTeam(db, { ownerId: user.id, name: DEMO_TEAM, plan: 'pro' });
+    await grantCredits(db, { teamId: team.id, amountMilli: DEMO_CREDITS_MILLI, reason: 'demo_seed', reference: 'demo-seed' });
+  }
+  const project = (await db.selectFrom('projects').select('id').where('team_id', '=', team.id).where('slug', '=', 'demo-project').executeTakeFirst())
+    ?? (await createProject(db, { teamId: team.id, name: 'Demo Project', createdBy: user.id }));
+
+  const keyFile = path.join(dataDir, 'demo-api-key');
+  const saved = existsSync(keyFile) ? (await readFile(keyFile, 'utf8')).trim() : '';
+  const savedRow = saved ? await findLiveApiKeyByHash(db, sha256Hex(saved)) : undefined;
+  let apiKey = saved;
+  if (!savedRow || savedRow.team_id !== team.id) {
+    apiKey = (await createApiKey(db, { teamId: team.id, createdBy: user.id, name: 'Demo key' })).token;
+    await writeFile(keyFile, apiKey, { mode: 0o600 });
+  }
+  return { userId: user.id, teamId: team.id, projectId: project.id, apiKey };
+}

@@ -1,0 +1,63 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+/** Repository root, so `.data/` is found whatever the working directory. */
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const optionalString = z.string().trim().min(1).optional().catch(undefined);
+
+/**
+ * Every environment variable the service reads, in one place (the README's configuration table
+ * mirrors this list). Values are validated once at start-up so a typo fails fast with its name.
+ */
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
+  DATABASE_URL: optionalString,
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  TEMPORAL_ADDRESS: optionalString,
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_CLI_PATH: optionalString,
+  TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+  WORKFLOW_BUNDLE_PATH: optionalString,
+  REDIS_URL: optionalString,
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  LLM_BASE_URL: optionalString,
+  LLM_API_KEY: optionalString,
+  SECRETS_KEY: optionalString,
+  IDP_PRIVATE_JWK: optionalString,
+  JWT_JWKS_URL: optionalString,
+  JWT_SECRET: optionalString,
+  JWT_ISSUER: z.string().default('workflow-app-service'),
+  JWT_AUDIENCE: z.string().default('workflow-app-service'),
+});
+
+export type Config = z.infer<typeof envSchema>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}
+
+/** The production entries (`npm run api`, `npm run worker`) refuse to guess where their engines are. */
+export function requireProductionTargets(config: Config): { databaseUrl: string; temporalAddress: string } {
+  const missing = [
+    config.DATABASE_URL ? null : 'DATABASE_URL',
+    config.TEMPORAL_ADDRESS ? null : 'TEMPORAL_ADDRESS',
+  ].filter((name): name is string => name !== null);
+  if (missing.length > 0) {
+    throw new ConfigError(`${missing.join(' and ')} must be set (use \`npm start\` for the embedded development stack)`);
+  }
+  return { databaseUrl: config.DATABASE_URL!, temporalAddress: config.TEMPORAL_ADDRESS! };
+}

@@ -1,0 +1,27 @@
+import type { Database } from '../db/client.js';
+import { sha256Hex } from '../crypto.js';
+import { AppError, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { findActiveTeam } from '../identity/repository.js';
+import { generateToken } from './tokens.js';
+import { insertApiKey } from './repository.js';
+
+/** Creates a team API key; the plaintext is returned here once and only its sha256 is stored. */
+export async function createApiKey(
+  db: Database,
+  input: { teamId: string; createdBy: string; name: string; description?: string | null; limitCredits?: number | null },
+): Promise<{ id: string; token: string }> {
+  return db.transaction().execute(async (trx) => {
+    const team = await findActiveTeam(trx, input.teamId);
+    if (!team) throw notFound(`Team ${input.teamId}`);
+    const member = await trx.selectFrom('team_members').select('role')
+      .where('team_id', '=', input.teamId).where('user_id', '=', input.createdBy).executeTakeFirst();
+    if (!member) throw new AppError(403, 'not_a_member', `User ${input.createdBy} is not a member of team ${input.teamId}`);
+    const token = generateToken('apiKey');
+    const row = await insertApiKey(trx, {
+      id: newId(), team_id: input.teamId, created_by: input.createdBy, name: input.name,
+      description: input.description ?? null, key_hash: sha256Hex(token), limit_credits: input.limitCredits ?? null,
+    });
+    return { id: row.id, token };
+  });
+}

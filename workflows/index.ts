@@ -1,0 +1,2 @@
+// The worker's bundle entry: every workflow of the service, by capability.
+export { platformProbeWorkflow } from './platform/probe.js';
