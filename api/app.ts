@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from './deps.js';
 import { errorsPlugin } from './plugins/errors.js';
+import { gracefulClosePlugin } from './plugins/graceful-close.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { credentialsRoutes } from './routes/credentials/index.js';
@@ -19,6 +20,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  await app.register(gracefulClosePlugin);
   await app.register(errorsPlugin);
   await app.register(openapiPlugin);
   await app.register(metricsPlugin);
@@ -31,13 +33,13 @@ export async function buildApp(deps: AppDeps, options: { logger?: FastifyServerO
   const app = Fastify({
     logger: options.logger ?? { level: deps.config.LOG_LEVEL },
     bodyLimit: deps.config.BODY_LIMIT_BYTES,
-    // Keep a caller's (or proxy's) request id when it is sane, so logs join up across hops.
-    requestIdHeader: 'x-request-id',
+    // Keep a caller's (or proxy's) request id when it is sane, so logs join up across hops;
+    // genReqId reads the header itself so that an unsafe one is replaced rather than echoed.
+    requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    requestIdLogLabel: 'requestId',
     return503OnClosing: true,
   }).withTypeProvider<ZodTypeProvider>();
   await registerApp(app, deps);

@@ -22,6 +22,8 @@ const envSchema = z.object({
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_CLI_PATH: optionalString,
+  /** Appended to every task queue name, so several deployments (or test files) can share a namespace. */
+  TEMPORAL_TASK_QUEUE_SUFFIX: optionalString,
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   WORKFLOW_BUNDLE_PATH: optionalString,
   REDIS_URL: optionalString,

@@ -27,7 +27,10 @@ export async function startWorkers(options: {
   });
   await settings.listen(options.databaseUrl);
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
-  const workers = await createWorkers({ connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings }, workflowBundle: options.workflowBundle });
+  const workers = await createWorkers({
+    connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings }, workflowBundle: options.workflowBundle,
+    taskQueueSuffix: options.config.TEMPORAL_TASK_QUEUE_SUFFIX,
+  });
   const done = workers.run().finally(async () => {
     await connection.close();
     await settings.close();

@@ -3,7 +3,6 @@ import type { Config } from '../../shared/config.js';
 import type { Database } from '../../shared/db/client.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
-import { createIdentityProvider } from '../../shared/credentials/identity-provider.js';
 import { findUserById } from '../../shared/identity/repository.js';
 import { displayNameSchema, emailSchema, phoneSchema, planCodeSchema, teamRoleSchema } from '../../shared/identity/schemas.js';
 import { addTeamMember, createProject, createTeam, createUser } from '../../shared/identity/service.js';
@@ -11,7 +10,6 @@ import { notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { isKnownSiteSetting, resolveSiteSetting } from '../../shared/site-settings/schemas.js';
-import { connectTemporalClient } from '../../temporal/connection.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
@@ -25,7 +23,10 @@ export interface CliContext {
 
 type Command = (flags: Record<string, string>, ctx: CliContext) => Promise<Record<string, unknown>>;
 
-/** The operator CLI (CONTRACTS.md). Each command prints one JSON object; later capabilities add theirs here. */
+/**
+ * The operator CLI (CONTRACTS.md). Each command prints one JSON object; later capabilities add theirs here.
+ * Heavy modules are imported inside the command that needs them, to keep every start fast.
+ */
 export const commands: Record<string, Command> = {
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });
@@ -54,6 +55,7 @@ export const commands: Record<string, Command> = {
   'jwt issue': async (flags, ctx) => {
     const f = readFlags(flags, { user: uuidFlag, ttl: positiveIntFlag.pipe(z.number().max(30 * 24 * 3600)).optional() });
     if (!(await findUserById(ctx.db(), f.user))) throw notFound(`User ${f.user}`);
+    const { createIdentityProvider } = await import('../../shared/credentials/identity-provider.js');
     const idp = await createIdentityProvider(ctx.config);
     return { token: await idp.issue(f.user, f.ttl ?? 3600) };
   },
@@ -81,12 +83,14 @@ export const commands: Record<string, Command> = {
   /** Runs the platform probe workflow end to end: Temporal → worker → activity → PostgreSQL. */
   doctor: async (flags, ctx) => {
     readFlags(flags, {});
+    // Loaded on demand: the Temporal client (gRPC, protobufs) would double every other command's start time.
+    const { connectTemporalClient } = await import('../../temporal/connection.js');
     const temporal = await connectTemporalClient(ctx.temporalAddress(), ctx.config.TEMPORAL_NAMESPACE);
     try {
       const probeId = newId();
       const started = Date.now();
       const result = await temporal.client.workflow.execute('platformProbeWorkflow', {
-        taskQueue: taskQueueName('platform'),
+        taskQueue: taskQueueName('platform', ctx.config.TEMPORAL_TASK_QUEUE_SUFFIX),
         workflowId: workflowIds.platformProbe(probeId),
         args: [{ probeId, note: 'cli doctor' }],
         workflowExecutionTimeout: '30 seconds',

@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { sql } from 'kysely';
+import { inject } from 'vitest';
+import { buildApp } from '../../api/app.js';
+import type { AppDeps } from '../../api/deps.js';
+import { loadConfig, type Config } from '../../shared/config.js';
+import { createDb, type Database } from '../../shared/db/client.js';
+import { createIdentityProvider } from '../../shared/credentials/identity-provider.js';
+import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
+import { connectTemporalClient } from '../../temporal/connection.js';
+import { createWorkers, type WorkerSet } from '../../worker/create-workers.js';
+import { TEMPLATE_DATABASE } from './names.js';
+
+// Worker state changes at INFO drown test output; warnings and errors still show.
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
+export interface TestStack {
+  config: Config;
+  /** Environment for child processes (the CLI) that must reach this file's database. */
+  env: NodeJS.ProcessEnv;
+  databaseUrl: string;
+  db: Database;
+  deps: AppDeps;
+  app: Awaited<ReturnType<typeof buildApp>>;
+  /** Starts this file's worker on its own task queues (suffix = the file's id). */
+  startWorker(): Promise<WorkerSet>;
+  close(): Promise<void>;
+}
+
+/**
+ * Everything one test file needs, all real: its own database cloned from the migrated template,
+ * a Temporal client on the shared dev server, the API built exactly as in production (not
+ * listening; use `app.inject` or `app.listen({ port: 0 })`), and a worker on demand.
+ */
+export async function createTestStack(): Promise<TestStack> {
+  const id = randomBytes(5).toString('hex');
+  const database = `test_${id}`;
+  const urlFor = (db: string) => inject('postgresUrlPattern').replace('{db}', db);
+  const admin = createDb(urlFor('postgres'), { poolSize: 1 });
+  await sql.raw(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE_DATABASE}`).execute(admin);
+  await admin.destroy();
+
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-file-'));
+  const databaseUrl = urlFor(database);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE_SUFFIX: id,
+  };
+  const config = loadConfig(env);
+  const db = createDb(databaseUrl, { poolSize: 5 });
+  const settings = new SiteSettingsCache(db);
+  await settings.listen(databaseUrl);
+  const temporal = await connectTemporalClient(inject('temporalAddress'), config.TEMPORAL_NAMESPACE);
+  const idp = await createIdentityProvider(config);
+  const deps: AppDeps = { config, db, settings, idp, temporal: { client: temporal.client, connection: temporal.connection } };
+  const app = await buildApp(deps, { logger: false });
+
+  const workerSets: Array<{ set: WorkerSet; connection: NativeConnection }> = [];
+  return {
+    config, env, databaseUrl, db, deps, app,
+    async startWorker() {
+      const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+      const set = await createWorkers({
+        connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, settings },
+        workflowBundle: { codePath: inject('workflowBundlePath') }, taskQueueSuffix: id,
+      });
+      void set.run();
+      workerSets.push({ set, connection });
+      return set;
+    },
+    async close() {
+      await app.close();
+      for (const { set, connection } of workerSets) {
+        await set.shutdown();
+        await connection.close();
+      }
+      await temporal.close();
+      await settings.close();
+      await db.destroy();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
