@@ -11,7 +11,7 @@ export async function connectAppDeps(
   targets: { databaseUrl: string; temporalAddress: string },
   log: (message: string) => void = () => {},
 ): Promise<AppDeps & { close(): Promise<void> }> {
-  const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api' });
+  const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });
   const settings = new SiteSettingsCache(db, {
     onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`),
     onListenerError: (error) => log(`site settings listener: ${error.message}`),

@@ -2,6 +2,7 @@
 // Starts what is missing (PostgreSQL, Temporal dev server with its UI), migrates, seeds a demo
 // tenant, runs the worker and the API, and prints where everything is.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Runtime } from '@temporalio/worker';
 import pg from 'pg';
@@ -46,6 +47,8 @@ async function stop(exitCode: number): Promise<void> {
   process.exit(exitCode);
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
+// A crash must still stop the servers we started (Temporal runs in its own process group).
+process.on('uncaughtException', (error) => { say(`crashed: ${error.stack ?? error.message}`); void stop(1); });
 
 try {
   let databaseUrl = config.DATABASE_URL;
@@ -89,7 +92,8 @@ try {
   cleanups.push(() => app.close());
   const port = (process.env.PORT || (await isPortFree(config.PORT))) ? config.PORT : await findFreePort();
   await app.listen({ port, host: config.HOST });
-  const apiUrl = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+  const { port: boundPort } = app.server.address() as AddressInfo; // PORT=0 asks for any free port
+  const apiUrl = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${boundPort}`;
 
   await writeFile(runtimeFile, JSON.stringify({ pid: process.pid, apiUrl, databaseUrl, temporalAddress }), { mode: 0o600 });
   cleanups.unshift(() => rm(runtimeFile, { force: true }));

@@ -20,7 +20,7 @@ export async function startWorkers(options: {
   log?: (message: string) => void;
 }): Promise<RunningWorkers> {
   const log = options.log ?? (() => {});
-  const db = createDb(options.databaseUrl, { poolSize: options.config.DATABASE_POOL_SIZE, applicationName: 'wfapp-worker' });
+  const db = createDb(options.databaseUrl, { poolSize: options.config.DATABASE_POOL_SIZE, applicationName: 'wfapp-worker', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });
   const settings = new SiteSettingsCache(db, {
     onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`),
     onListenerError: (error) => log(`site settings listener: ${error.message}`),

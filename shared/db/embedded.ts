@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBase64Url } from '../crypto.js';
 import { findFreePort, isPortFree } from '../ports.js';
@@ -30,6 +30,16 @@ async function importEmbeddedPostgres() {
   return EmbeddedPostgres;
 }
 
+/** Under root the server runs as `postgres`, which must be able to walk down to its data folder. */
+async function assertTraversableByOthers(dir: string): Promise<void> {
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    if (((await stat(current)).mode & 0o001) === 0) {
+      throw new Error(`PostgreSQL runs as the 'postgres' user and cannot enter ${current} (mode lacks o+x); choose another DATA_DIR or chmod o+x ${current}`);
+    }
+    if (path.dirname(current) === current) return;
+  }
+}
+
 interface StoredCredentials { port: number; password: string }
 
 /**
@@ -56,6 +66,7 @@ export async function startEmbeddedPostgres(options: {
   const port = stored && (await isPortFree(stored.port)) ? stored.port : await findFreePort();
   await writeFile(credentialsFile, JSON.stringify({ port, password }), { mode: 0o600 });
 
+  if (process.getuid?.() === 0) await assertTraversableByOthers(options.dataDir);
   const log = options.log ?? (() => {});
   const EmbeddedPostgres = await importEmbeddedPostgres();
   const server = new EmbeddedPostgres({

@@ -1,5 +1,6 @@
 import { Connection } from '@temporalio/client';
 import { createLocalJWKSet, jwtVerify } from 'jose';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.js';
 import { createDb } from '../../shared/db/client.js';
@@ -51,6 +52,21 @@ describe('API skeleton', () => {
       const res = await app.inject({ method: 'GET', url: '/readyz' });
       expect(res.statusCode).toBe(503);
       expect(res.json()).toMatchObject({ status: 'unavailable', failed: ['postgres'], checks: { temporal: 'ok' } });
+    } finally {
+      await app.close();
+      await db.destroy();
+    }
+  });
+
+  it('survives PostgreSQL dropping its idle connections (restart, failover)', async () => {
+    const db = createDb(stack.databaseUrl, { poolSize: 2, applicationName: 'drop-me' });
+    const app = await buildApp({ ...stack.deps, db }, { logger: false });
+    try {
+      expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+      const { rows } = await sql<{ n: number }>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'drop-me'`.execute(stack.db);
+      expect(rows[0]!.n).toBeGreaterThan(0);
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
     } finally {
       await app.close();
       await db.destroy();

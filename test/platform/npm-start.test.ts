@@ -1,0 +1,57 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findFreePort } from '../../shared/ports.js';
+
+/** Processes whose command line mentions `needle` (our data folder names every server we start). */
+function processesMentioning(needle: string): string[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return out.split('\n').filter((line) => line.includes(needle) && !line.includes('ps -eo'));
+}
+
+// The newcomer's path: `npm start` on embedded defaults reaches ready, prints the URLs, and a
+// Ctrl-C (SIGINT to the whole process group, as a terminal sends it) leaves no process behind.
+describe('npm start', () => {
+  let dataDir = '';
+  afterAll(async () => { if (dataDir) await rm(dataDir, { recursive: true, force: true }); });
+
+  it('starts the whole stack, answers /readyz and the Temporal UI, and stops cleanly on Ctrl-C', async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-start-'));
+    await chmod(dataDir, 0o755); // as under a checkout: PostgreSQL (run as `postgres` under root) must enter it
+    const uiPort = await findFreePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: "0", TEMPORAL_UI_PORT: String(uiPort) };
+    delete env.DATABASE_URL;
+    delete env.TEMPORAL_ADDRESS;
+    const child = spawn('npm', ['start'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+    try {
+      const deadline = Date.now() + 90_000;
+      while (!output.includes('is ready') && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+      expect(output, output).toContain('is ready');
+      const apiUrl = /API {10}(http:\/\/\S+)/.exec(output)?.[1];
+      expect(apiUrl).toBeDefined();
+      expect(output).toContain(`API docs     ${apiUrl}/docs`);
+      expect(output).toContain(`Temporal UI  http://127.0.0.1:${uiPort}`);
+      expect(output).toMatch(/Demo API key wfk-[A-Za-z0-9_-]{49}/);
+
+      const ready = await fetch(`${apiUrl}/readyz`);
+      expect(ready.status).toBe(200);
+      expect((await fetch(`${apiUrl}/docs/json`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${uiPort}/`)).status).toBe(200);
+      expect(processesMentioning(dataDir).length).toBeGreaterThanOrEqual(2); // PostgreSQL and Temporal
+    } finally {
+      if (child.exitCode === null) process.kill(-child.pid!, 'SIGINT');
+      await exited;
+    }
+    expect(output).toContain('[start] stopped');
+    // Give the kernel a moment to reap, then nothing we started may remain.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(processesMentioning(dataDir)).toEqual([]);
+  }, 120_000);
+});
