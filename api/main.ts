@@ -1,18 +1,10 @@
 // Production entry of the API: `npm run api` (needs DATABASE_URL and TEMPORAL_ADDRESS).
 import closeWithGrace from 'close-with-grace';
-import { ConfigError, loadConfig, requireProductionTargets } from '../shared/config.js';
+import { loadProductionConfigOrExit } from '../shared/config.js';
 import { buildApp } from './app.js';
 import { connectAppDeps } from './connect-deps.js';
 
-let config, targets;
-try {
-  config = loadConfig();
-  targets = requireProductionTargets(config);
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(error.message); // a configuration mistake needs its message, not a stack trace
-  process.exit(2);
-}
+const { config, targets } = loadProductionConfigOrExit();
 const deps = await connectAppDeps(config, targets, (m) => console.warn(m));
 const app = await buildApp(deps);
 

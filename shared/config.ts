@@ -63,3 +63,18 @@ export function requireProductionTargets(config: Config): { databaseUrl: string;
   }
   return { databaseUrl: config.DATABASE_URL!, temporalAddress: config.TEMPORAL_ADDRESS! };
 }
+
+/**
+ * Entry points' start: validated config plus both targets, or the configuration problem on stderr
+ * (a mistake needs its message, not a stack trace) and exit code 2.
+ */
+export function loadProductionConfigOrExit(): { config: Config; targets: { databaseUrl: string; temporalAddress: string } } {
+  try {
+    const config = loadConfig();
+    return { config, targets: requireProductionTargets(config) };
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    process.exit(2);
+  }
+}

@@ -1,18 +1,10 @@
 // Production entry of the worker: `npm run worker` (needs DATABASE_URL and TEMPORAL_ADDRESS).
 // With WORKFLOW_BUNDLE_PATH (made by `npm run build`) it starts without bundling.
-import { ConfigError, loadConfig, requireProductionTargets } from '../shared/config.js';
+import { loadProductionConfigOrExit } from '../shared/config.js';
 import { bundleWorkflows } from './bundle.js';
 import { startWorkers } from './start.js';
 
-let config, targets;
-try {
-  config = loadConfig();
-  targets = requireProductionTargets(config);
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(error.message); // a configuration mistake needs its message, not a stack trace
-  process.exit(2);
-}
+const { config, targets } = loadProductionConfigOrExit();
 const workflowBundle = config.WORKFLOW_BUNDLE_PATH ? { codePath: config.WORKFLOW_BUNDLE_PATH } : await bundleWorkflows();
 const running = await startWorkers({ config, ...targets, workflowBundle, log: (m) => console.warn(m) });
 
