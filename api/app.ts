@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from './deps.js';
+import { authPlugin } from './plugins/auth.js';
 import { errorsPlugin } from './plugins/errors.js';
 import { gracefulClosePlugin } from './plugins/graceful-close.js';
 import { metricsPlugin } from './plugins/metrics.js';
@@ -24,6 +25,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(errorsPlugin);
   await app.register(openapiPlugin);
   await app.register(metricsPlugin);
+  await app.register(authPlugin, { authenticator: deps.authenticator });
   await app.register(platformRoutes, deps);
   await app.register(credentialsRoutes, deps);
 }

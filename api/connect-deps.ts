@@ -1,6 +1,8 @@
 import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db/client.js';
+import { createAuthenticator } from '../shared/credentials/authenticate.js';
 import { createIdentityProvider } from '../shared/credentials/identity-provider.js';
+import { createScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { connectTemporalClient } from '../temporal/connection.js';
 import type { AppDeps } from './deps.js';
@@ -19,8 +21,10 @@ export async function connectAppDeps(
   await settings.listen(targets.databaseUrl);
   const temporal = await connectTemporalClient(targets.temporalAddress, config.TEMPORAL_NAMESPACE);
   const idp = await createIdentityProvider(config);
+  const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
+  const authenticator = createAuthenticator({ db, idp, scheduleTokens });
   return {
-    config, db, settings, idp,
+    config, db, settings, idp, scheduleTokens, authenticator,
     temporal: { client: temporal.client, connection: temporal.connection },
     async close() {
       await temporal.close();

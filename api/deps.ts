@@ -1,7 +1,9 @@
 import type { Client, Connection } from '@temporalio/client';
 import type { Config } from '../shared/config.js';
 import type { Database } from '../shared/db/client.js';
+import type { Authenticator } from '../shared/credentials/authenticate.js';
 import type { IdentityProvider } from '../shared/credentials/identity-provider.js';
+import type { ScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 
 /** Everything the API needs from outside; `api/main.ts` builds it, tests build it with real parts. */
@@ -11,4 +13,6 @@ export interface AppDeps {
   temporal: { client: Client; connection: Connection };
   settings: SiteSettingsCache;
   idp: IdentityProvider;
+  scheduleTokens: ScheduleTokens;
+  authenticator: Authenticator;
 }

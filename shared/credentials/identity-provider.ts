@@ -1,10 +1,9 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import {
-  SignJWT, calculateJwkThumbprint, createLocalJWKSet, createRemoteJWKSet, exportJWK, generateKeyPair, importJWK,
+  SignJWT, calculateJwkThumbprint, createLocalJWKSet, createRemoteJWKSet, importJWK,
   jwtVerify, type CryptoKey, type JWK, type JWTPayload, type JWTVerifyGetKey,
 } from 'jose';
 import type { Config } from '../config.js';
+import { loadOrCreateSigningKey } from './service-keys.js';
 
 const DEV_ALG = 'ES256';
 
@@ -24,28 +23,6 @@ export interface IdentityProvider {
 }
 
 export class IdentityProviderError extends Error {}
-
-async function loadOrCreateSigningKey(dataDir: string, privateJwkEnv?: string): Promise<JWK> {
-  if (privateJwkEnv) return JSON.parse(privateJwkEnv) as JWK;
-  const file = path.join(dataDir, 'idp', 'signing-key.jwk.json');
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as JWK;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  const { privateKey } = await generateKeyPair(DEV_ALG, { extractable: true });
-  const jwk = { ...(await exportJWK(privateKey)), alg: DEV_ALG, use: 'sig' };
-  jwk.kid = await calculateJwkThumbprint(jwk);
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  try {
-    // `wx`: when the API and the worker start together, the first writer wins and the other reads it.
-    await writeFile(file, JSON.stringify(jwk), { mode: 0o600, flag: 'wx' });
-    return jwk;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return JSON.parse(await readFile(file, 'utf8')) as JWK;
-  }
-}
 
 export async function createIdentityProvider(
   config: Pick<Config, 'DATA_DIR' | 'IDP_PRIVATE_JWK' | 'JWT_JWKS_URL' | 'JWT_SECRET' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>,
@@ -75,7 +52,7 @@ export async function createIdentityProvider(
     return { mode: 'shared-secret', publicJwks: { keys: [] }, issue: sign(secret, 'HS256'), verify: verifyWith(secret, ['HS256']) };
   }
 
-  const privateJwk = await loadOrCreateSigningKey(config.DATA_DIR, config.IDP_PRIVATE_JWK);
+  const privateJwk = await loadOrCreateSigningKey(config.DATA_DIR, 'signing-key', config.IDP_PRIVATE_JWK);
   const { d: _private, ...publicJwk } = privateJwk;
   const kid = privateJwk.kid ?? (await calculateJwkThumbprint(publicJwk));
   const published = { ...publicJwk, kid, alg: DEV_ALG, use: 'sig' };

@@ -15,6 +15,8 @@ export interface UsersTable {
   email: string;
   name: string | null;
   phone: string | null;
+  metadata: ColumnType<Record<string, unknown>, string | undefined, string>;
+  is_agent: Defaulted<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -95,6 +97,91 @@ export interface PlatformProbesTable {
   created_at: Timestamp;
 }
 
+export interface AgentsTable {
+  id: string;
+  team_id: string | null;
+  user_id: string;
+  name: string;
+  description: string | null;
+  avatar_url: string | null;
+  permissions: Defaulted<string[]>;
+  created_by: string | null;
+  created_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface AgentBindingsTable {
+  id: string;
+  agent_id: string;
+  agent_user_id: string;
+  owner_user_id: string;
+  team_id: string | null;
+  token_hash: string | null;
+  can_send: Defaulted<boolean>;
+  can_receive: Defaulted<boolean>;
+  created_at: Timestamp;
+  revoked_at: NullableTimestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export type OAuthReviewStatus = 'private' | 'approved';
+export type OAuthPlatform = 'web' | 'desktop' | 'mobile';
+
+export interface OAuthAppsTable {
+  id: string;
+  owner_id: string;
+  name: string;
+  logo_url: string | null;
+  review_status: Defaulted<OAuthReviewStatus>;
+  created_at: Timestamp;
+  disabled_at: NullableTimestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface OAuthClientsTable {
+  id: string;
+  app_id: string;
+  client_id: string;
+  platform: OAuthPlatform;
+  redirect_uris: string[];
+  allowed_scopes: string[];
+  created_at: Timestamp;
+}
+
+export interface OAuthGrantsTable {
+  id: string;
+  client_pk: string;
+  app_id: string;
+  user_id: string;
+  scopes: string[];
+  created_at: Timestamp;
+  revoked_at: NullableTimestamp;
+}
+
+export interface OAuthCodesTable {
+  code_hash: string;
+  grant_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+}
+
+export interface OAuthTokensTable {
+  id: string;
+  grant_id: string;
+  kind: 'access' | 'refresh';
+  token_hash: string;
+  client_pk: string;
+  app_id: string;
+  user_id: string;
+  scopes: string[];
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -105,6 +192,13 @@ export interface DB {
   credit_transactions: CreditTransactionsTable;
   api_keys: ApiKeysTable;
   platform_probes: PlatformProbesTable;
+  agents: AgentsTable;
+  agent_bindings: AgentBindingsTable;
+  oauth_apps: OAuthAppsTable;
+  oauth_clients: OAuthClientsTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_tokens: OAuthTokensTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -9,7 +9,9 @@ import { buildApp } from '../../api/app.js';
 import type { AppDeps } from '../../api/deps.js';
 import { loadConfig, type Config } from '../../shared/config.js';
 import { createDb, type Database } from '../../shared/db/client.js';
+import { createAuthenticator } from '../../shared/credentials/authenticate.js';
 import { createIdentityProvider } from '../../shared/credentials/identity-provider.js';
+import { createScheduleTokens } from '../../shared/credentials/schedule-tokens.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { connectTemporalClient } from '../../temporal/connection.js';
 import { createWorkers, type WorkerSet } from '../../worker/create-workers.js';
@@ -61,7 +63,9 @@ export async function createTestStack(): Promise<TestStack> {
   await settings.listen(databaseUrl);
   const temporal = await connectTemporalClient(inject('temporalAddress'), config.TEMPORAL_NAMESPACE);
   const idp = await createIdentityProvider(config);
-  const deps: AppDeps = { config, db, settings, idp, temporal: { client: temporal.client, connection: temporal.connection } };
+  const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
+  const authenticator = createAuthenticator({ db, idp, scheduleTokens });
+  const deps: AppDeps = { config, db, settings, idp, scheduleTokens, authenticator, temporal: { client: temporal.client, connection: temporal.connection } };
   const app = await buildApp(deps, { logger: false });
 
   const workerSets: Array<{ set: WorkerSet; connection: NativeConnection }> = [];

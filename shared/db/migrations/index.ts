@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as foundation from './2026_11_21_0001_foundation.js';
+import * as credentials from './2026_11_21_0002_credentials.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -7,4 +8,5 @@ import * as foundation from './2026_11_21_0001_foundation.js';
  */
 export const migrations: Record<string, Migration> = {
   '2026_11_21_0001_foundation': foundation,
+  '2026_11_21_0002_credentials': credentials,
 };

@@ -1,0 +1,41 @@
+import { authMessages, type CredentialKind } from './principal.js';
+
+export interface AccessRule {
+  /** Credential kinds the endpoint group accepts. */
+  accept: readonly CredentialKind[];
+  /** Scopes an OAuth token must carry (all of them). */
+  oauthScopes?: readonly string[];
+  /** An agent token must also hold a grant for the exact METHOD and path. */
+  agentNeedsGrant?: boolean;
+  /** Whether `X-API-Key: <key>` is read when there is no Authorization header. */
+  xApiKey?: boolean;
+  /** 403 text for a valid credential of a kind the group does not accept. */
+  wrongKindMessage: string;
+  /**
+   * For OAuth tokens on a group that does not accept them: a token without this scope gets
+   * `insufficient_scope` instead of `wrongKindMessage` (spec §4.4, /my/credentials/*).
+   */
+  foreignOAuthScope?: string;
+}
+
+/**
+ * Spec §5.3 as one table: which endpoint group accepts which credential. Routes reference a row;
+ * the test matrix walks every row × every credential kind.
+ */
+export const accessMatrix = {
+  currentUser: {
+    accept: ['jwt', 'api-key', 'agent', 'schedule'], agentNeedsGrant: true, xApiKey: true,
+    wrongKindMessage: 'This endpoint does not accept OAuth tokens',
+  },
+  defaultProject: { accept: ['jwt', 'oauth'], oauthScopes: ['mobile:full'], wrongKindMessage: authMessages.jwtOrOAuthOnly },
+  myCredentials: { accept: ['jwt'], wrongKindMessage: authMessages.jwtOnly, foreignOAuthScope: 'mobile:full' },
+  oauthUserinfo: { accept: ['oauth'], oauthScopes: ['profile:read'], wrongKindMessage: 'This endpoint only accepts OAuth authentication' },
+  /** Team administration (API keys, agents): a signed-in person, never a machine credential. */
+  teamAdmin: { accept: ['jwt'], wrongKindMessage: authMessages.jwtOnly },
+  /** Webhook management, schedules, graph, editor API. */
+  combined: { accept: ['jwt', 'api-key'], xApiKey: true, wrongKindMessage: 'This endpoint only accepts JWT or API key authentication' },
+  runsList: { accept: ['jwt'], wrongKindMessage: authMessages.jwtOnly },
+  hardwareSales: { accept: ['jwt', 'oauth'], oauthScopes: ['orders:checkout'], wrongKindMessage: authMessages.jwtOrOAuthOnly },
+} as const satisfies Record<string, AccessRule>;
+
+export type AccessRuleName = keyof typeof accessMatrix;
