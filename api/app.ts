@@ -7,7 +7,14 @@ import { errorsPlugin } from './plugins/errors.js';
 import { gracefulClosePlugin } from './plugins/graceful-close.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { openapiPlugin } from './plugins/openapi.js';
+import { agentRoutes } from './routes/agents/index.js';
+import { agentCredentialRoutes } from './routes/credentials/agent-credentials.js';
+import { apiKeyRoutes } from './routes/credentials/api-keys.js';
 import { credentialsRoutes } from './routes/credentials/index.js';
+import { oauthAuthorizationRoutes } from './routes/credentials/oauth-authorizations.js';
+import { docsAuthRoutes } from './routes/docs-auth/index.js';
+import { oauthRoutes } from './routes/oauth/index.js';
+import { identityRoutes } from './routes/identity/index.js';
 import { platformRoutes } from './routes/platform/index.js';
 
 export type { AppDeps } from './deps.js';
@@ -28,6 +35,13 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(authPlugin, { authenticator: deps.authenticator });
   await app.register(platformRoutes, deps);
   await app.register(credentialsRoutes, deps);
+  await app.register(oauthRoutes, deps);
+  await app.register(oauthAuthorizationRoutes, deps);
+  await app.register(docsAuthRoutes, deps);
+  await app.register(apiKeyRoutes, deps);
+  await app.register(identityRoutes, deps);
+  await app.register(agentRoutes, deps);
+  await app.register(agentCredentialRoutes, deps);
 }
 
 /** A ready-to-listen Fastify instance. `logger` defaults to pino JSON at LOG_LEVEL. */

@@ -37,6 +37,8 @@ const envSchema = z.object({
   JWT_SECRET: optionalString,
   JWT_ISSUER: z.string().default('workflow-app-service'),
   JWT_AUDIENCE: z.string().default('workflow-app-service'),
+  /** Fallback for the site setting of the same name: the docs site's OAuth client id. */
+  DOCS_AUTH_OAUTH_CLIENT_ID: optionalString,
 });
 
 export type Config = z.infer<typeof envSchema>;

@@ -13,3 +13,8 @@ export function slugify(name: string): string {
     .slice(0, 40);
   return base || 'item';
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Ids from paths and tokens are checked before they reach a uuid column (a bad cast is a 500). */
+export const isUuid = (value: string): boolean => UUID.test(value);

@@ -33,7 +33,7 @@ export function authorize(rule: AccessRule, principal: Principal, method: string
     if (principal.kind === 'oauth' && rule.foreignOAuthScope && !principal.scopes.includes(rule.foreignOAuthScope)) {
       throw new AppError(403, authMessages.insufficientScope);
     }
-    throw new AppError(403, rule.wrongKindMessage);
+    throw new AppError(rule.wrongKindStatus ?? 403, rule.wrongKindMessage);
   }
   if (principal.kind === 'oauth' && rule.oauthScopes?.some((scope) => !principal.scopes.includes(scope))) {
     throw new AppError(403, authMessages.insufficientScope);
@@ -54,8 +54,11 @@ export const authPlugin = fp<{ authenticator: Authenticator }>(async (app, { aut
     if (!ruleName) return;
     const rule: AccessRule = accessMatrix[ruleName];
     const token = presentedToken(request, rule);
-    if (!token) throw new AppError(401, authMessages.missing);
-    const principal = await authenticator.authenticate(token);
+    if (!token) throw new AppError(401, rule.unauthorizedMessage ?? authMessages.missing);
+    const principal = await authenticator.authenticate(token).catch((error: unknown) => {
+      if (rule.unauthorizedMessage && error instanceof AppError && error.status === 401) throw new AppError(401, rule.unauthorizedMessage);
+      throw error;
+    });
     authorize(rule, principal, request.method, request.url.split('?')[0]!);
     request.principal = principal;
   });

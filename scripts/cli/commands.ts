@@ -12,7 +12,9 @@ import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { isKnownSiteSetting, resolveSiteSetting } from '../../shared/site-settings/schemas.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
+import { agentCommands } from './agent-commands.js';
 import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
+import { oauthCommands } from './oauth-commands.js';
 
 export interface CliContext {
   config: Config;
@@ -21,13 +23,16 @@ export interface CliContext {
   warn(message: string): void;
 }
 
-type Command = (flags: Record<string, string>, ctx: CliContext) => Promise<Record<string, unknown>>;
+export type Command = (flags: Record<string, string>, ctx: CliContext) => Promise<Record<string, unknown>>;
 
 /**
  * The operator CLI (CONTRACTS.md). Each command prints one JSON object; later capabilities add theirs here.
  * Heavy modules are imported inside the command that needs them, to keep every start fast.
  */
 export const commands: Record<string, Command> = {
+  ...agentCommands,
+  ...oauthCommands,
+
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });
     const user = await createUser(ctx.db(), f);
@@ -78,6 +83,20 @@ export const commands: Record<string, Command> = {
   'api-key create': async (flags, ctx) => {
     const f = readFlags(flags, { team: uuidFlag, user: uuidFlag, name: displayNameSchema, 'limit-credits': positiveIntFlag.optional() });
     return createApiKey(ctx.db(), { teamId: f.team, createdBy: f.user, name: f.name, limitCredits: f['limit-credits'] ?? null });
+  },
+
+  /**
+   * A schedule token for running a deployment as a schedule. Until schedules are stored (the
+   * schedules issue), the team and deployment are given as flags; then they will come from the row.
+   */
+  'schedule-token issue': async (flags, ctx) => {
+    const f = readFlags(flags, {
+      schedule: uuidFlag, team: uuidFlag, deployment: uuidFlag,
+      ttl: positiveIntFlag.pipe(z.number().max(24 * 3600)).optional(),
+    });
+    const { createScheduleTokens } = await import('../../shared/credentials/schedule-tokens.js');
+    const tokens = await createScheduleTokens(ctx.config.DATA_DIR);
+    return { token: await tokens.issue({ scheduleId: f.schedule, teamId: f.team, deploymentId: f.deployment }, f.ttl ?? 3600) };
   },
 
   /** Runs the platform probe workflow end to end: Temporal → worker → activity → PostgreSQL. */

@@ -11,6 +11,10 @@ export interface AccessRule {
   xApiKey?: boolean;
   /** 403 text for a valid credential of a kind the group does not accept. */
   wrongKindMessage: string;
+  /** Run endpoints answer a credential of the wrong kind with 401, not 403 (spec §7.2). */
+  wrongKindStatus?: 401 | 403;
+  /** Replaces every 401 text of §5.4 for this group (run endpoints say only `Unauthorized`). */
+  unauthorizedMessage?: string;
   /**
    * For OAuth tokens on a group that does not accept them: a token without this scope gets
    * `insufficient_scope` instead of `wrongKindMessage` (spec §4.4, /my/credentials/*).
@@ -36,6 +40,13 @@ export const accessMatrix = {
   combined: { accept: ['jwt', 'api-key'], xApiKey: true, wrongKindMessage: 'This endpoint only accepts JWT or API key authentication' },
   runsList: { accept: ['jwt'], wrongKindMessage: authMessages.jwtOnly },
   hardwareSales: { accept: ['jwt', 'oauth'], oauthScopes: ['orders:checkout'], wrongKindMessage: authMessages.jwtOrOAuthOnly },
+  deploymentRun: {
+    accept: ['api-key', 'schedule', 'oauth'], oauthScopes: ['chat:completions'], xApiKey: true,
+    wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
+  },
+  documentRun: { accept: ['api-key'], xApiKey: true, wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized' },
+  /** Connectors: a signed-in person only. */
+  connectors: { accept: ['jwt'], wrongKindMessage: 'unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'unauthorized' },
 } as const satisfies Record<string, AccessRule>;
 
 export type AccessRuleName = keyof typeof accessMatrix;

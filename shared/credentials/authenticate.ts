@@ -2,12 +2,12 @@ import { decodeJwt } from 'jose';
 import type { Database } from '../db/client.js';
 import { sha256Hex } from '../crypto.js';
 import { AppError } from '../errors.js';
+import { isUuid } from '../ids.js';
 import type { IdentityProvider } from './identity-provider.js';
 import { authMessages, type Principal } from './principal.js';
 import { SCHEDULE_TOKEN_ISSUER, type ScheduleTokens } from './schedule-tokens.js';
 import { hasValidTokenShape, tokenPrefixes } from './tokens.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const unauthorized = (message: string) => new AppError(401, message);
 
 export interface Authenticator {
@@ -77,8 +77,9 @@ export function createAuthenticator(deps: { db: Database; idp: IdentityProvider;
     }
     const payload = await deps.idp.verify(token).catch(() => { throw unauthorized(authMessages.invalidToken); });
     // Our user ids are UUIDs; anything else cannot be one of our users (and must not reach a uuid cast).
-    const user = UUID.test(payload.sub)
-      ? await db.selectFrom('users').select(['id', 'email', 'metadata']).where('id', '=', payload.sub).where('is_agent', '=', false).executeTakeFirst()
+    // An agent's own user may hold an IdP JWT too: that is how it manages its bindings (§4.4 "as agent").
+    const user = isUuid(payload.sub)
+      ? await db.selectFrom('users').select(['id', 'email', 'metadata']).where('id', '=', payload.sub).executeTakeFirst()
       : undefined;
     if (!user) throw unauthorized(authMessages.invalidToken);
     return { kind: 'jwt', userId: user.id, email: user.email, metadata: user.metadata };

@@ -29,5 +29,5 @@ export const findProjectBySlug = (db: Database, teamId: string, slug: string) =>
 
 export const insertProject = (
   db: Database,
-  project: { id: string; team_id: string; slug: string; name: string; created_by: string | null; system_purpose?: string | null },
+  project: { id: string; team_id: string; slug: string; name: string; created_by: string | null; system_purpose?: string | null; deletion_locked?: boolean },
 ) => db.insertInto('projects').values(project).returningAll().executeTakeFirstOrThrow();

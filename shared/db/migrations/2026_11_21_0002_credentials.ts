@@ -10,6 +10,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('is_agent', 'boolean', (c) => c.notNull().defaultTo(false))
     .execute();
 
+  // The personal default project (spec §4.4): one live one per user, never public, never deleted.
+  await sql`CREATE UNIQUE INDEX projects_personal_default_key ON projects (created_by)
+    WHERE system_purpose = 'personal_default' AND deleted_at IS NULL`.execute(db);
+  await sql`ALTER TABLE projects ADD CONSTRAINT projects_personal_default_private
+    CHECK (system_purpose IS DISTINCT FROM 'personal_default' OR (visibility = 'private' AND deleted_at IS NULL AND deletion_locked))`.execute(db);
+
   await db.schema
     .createTable('agents')
     .addColumn('id', 'uuid', (c) => c.primaryKey())
@@ -113,5 +119,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   for (const table of ['oauth_tokens', 'oauth_codes', 'oauth_grants', 'oauth_clients', 'oauth_apps', 'agent_bindings', 'agents']) {
     await db.schema.dropTable(table).ifExists().execute();
   }
+  await sql`ALTER TABLE projects DROP CONSTRAINT IF EXISTS projects_personal_default_private`.execute(db);
+  await sql`DROP INDEX IF EXISTS projects_personal_default_key`.execute(db);
   await db.schema.alterTable('users').dropColumn('metadata').dropColumn('is_agent').execute();
 }

@@ -1,0 +1,77 @@
+import { sql } from 'kysely';
+import type { Database } from '../../db/client.js';
+
+// Kysely only: agents, their virtual users and their bindings (tokens).
+
+export const findTeamMembership = (db: Database, teamId: string, userId: string) =>
+  db.selectFrom('teams')
+    .innerJoin('team_members as m', 'm.team_id', 'teams.id')
+    .select(['teams.id', 'teams.owner_id', 'm.role'])
+    .where('teams.id', '=', teamId)
+    .where('teams.deleted_at', 'is', null)
+    .where('m.user_id', '=', userId)
+    .executeTakeFirst();
+
+export const insertAgentUser = (db: Database, user: { id: string; email: string; name: string; metadata: Record<string, unknown> }) =>
+  db.insertInto('users')
+    .values({ id: user.id, email: user.email, name: user.name, phone: null, is_agent: true, metadata: JSON.stringify(user.metadata) })
+    .returning(['id'])
+    .executeTakeFirstOrThrow();
+
+export const insertAgent = (
+  db: Database,
+  agent: { id: string; team_id: string | null; user_id: string; name: string; description: string | null; avatar_url: string | null; permissions: string[]; created_by: string | null },
+) => db.insertInto('agents').values(agent).returningAll().executeTakeFirstOrThrow();
+
+export const listActiveAgentsOfTeam = (db: Database, teamId: string) =>
+  db.selectFrom('agents').selectAll()
+    .where('team_id', '=', teamId).where('deleted_at', 'is', null)
+    .orderBy('created_at', 'desc').orderBy('id')
+    .execute();
+
+export const findActiveAgent = (db: Database, agentId: string) =>
+  db.selectFrom('agents').selectAll().where('id', '=', agentId).where('deleted_at', 'is', null).executeTakeFirst();
+
+export const insertBinding = (
+  db: Database,
+  binding: { id: string; agent_id: string; agent_user_id: string; owner_user_id: string; team_id: string | null; token_hash: string },
+) => db.insertInto('agent_bindings').values(binding).returning(['id']).executeTakeFirstOrThrow();
+
+/** The binding, deleted or not, locked for the rest of the transaction. */
+export const lockBinding = (db: Database, bindingId: string) =>
+  db.selectFrom('agent_bindings').selectAll().where('id', '=', bindingId).forUpdate().executeTakeFirst();
+
+export const revokeBindingToken = (db: Database, bindingId: string) =>
+  db.updateTable('agent_bindings')
+    .set({ token_hash: null, revoked_at: sql<Date>`now()` })
+    .where('id', '=', bindingId).where('token_hash', 'is not', null)
+    .executeTakeFirst();
+
+export const softDeleteBinding = (db: Database, bindingId: string) =>
+  db.updateTable('agent_bindings')
+    .set({ token_hash: null, deleted_at: sql<Date>`now()`, revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+    .where('id', '=', bindingId).where('deleted_at', 'is', null)
+    .executeTakeFirst();
+
+/** §2.6: live tokens the user issued, newest first. */
+export const listOwnedLiveBindings = (db: Database, ownerUserId: string) =>
+  db.selectFrom('agent_bindings as b')
+    .innerJoin('agents as a', 'a.id', 'b.agent_id')
+    .leftJoin('teams as t', 't.id', 'b.team_id')
+    .select(['b.id', 'b.agent_user_id', 'a.name as agent_name', 'a.avatar_url as agent_avatar_url', 'b.team_id', 't.name as team_name', 't.slug as team_slug', 'b.can_send', 'b.can_receive', 'b.created_at'])
+    .where('b.owner_user_id', '=', ownerUserId)
+    .where('b.token_hash', 'is not', null)
+    .where('b.deleted_at', 'is', null)
+    .orderBy('b.created_at', 'desc').orderBy('b.id', 'desc')
+    .execute();
+
+/** §2.7: bindings of the agent whose virtual user is calling (revoked ones included), newest first. */
+export const listBindingsOfAgentUser = (db: Database, agentUserId: string) =>
+  db.selectFrom('agent_bindings as b')
+    .innerJoin('users as o', 'o.id', 'b.owner_user_id')
+    .leftJoin('teams as t', 't.id', 'b.team_id')
+    .select(['b.id', 'b.owner_user_id', sql<string | null>`coalesce(o.metadata->>'display_name', o.name)`.as('owner_display_name'), 'b.team_id', 't.name as team_name', 't.slug as team_slug', 'b.can_send', 'b.can_receive', 'b.created_at'])
+    .where('b.agent_user_id', '=', agentUserId)
+    .where('b.deleted_at', 'is', null)
+    .orderBy('b.created_at', 'desc').orderBy('b.id', 'desc')
+    .execute();
