@@ -1,4 +1,5 @@
 import type { ActivityDeps } from './deps.js';
+import { createAppRunActivities } from './app-runs/run-events.js';
 import { createPlatformActivities } from './platform/probes.js';
 
 export type { ActivityDeps } from './deps.js';
@@ -7,6 +8,7 @@ export type { ActivityDeps } from './deps.js';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createPlatformActivities(deps),
+    ...createAppRunActivities(deps),
   };
 }
 

@@ -8,7 +8,11 @@ import { gracefulClosePlugin } from './plugins/graceful-close.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { agentRoutes } from './routes/agents/index.js';
+import { documentRoutes } from './routes/app-runs/documents.js';
 import { agentCredentialRoutes } from './routes/credentials/agent-credentials.js';
+import { runFollowUpRoutes } from './routes/app-runs/follow-up.js';
+import { runRoutes } from './routes/app-runs/run.js';
+import { v1Routes } from './routes/app-runs/v1.js';
 import { apiKeyRoutes } from './routes/credentials/api-keys.js';
 import { credentialsRoutes } from './routes/credentials/index.js';
 import { oauthAuthorizationRoutes } from './routes/credentials/oauth-authorizations.js';
@@ -16,6 +20,8 @@ import { docsAuthRoutes } from './routes/docs-auth/index.js';
 import { oauthRoutes } from './routes/oauth/index.js';
 import { identityRoutes } from './routes/identity/index.js';
 import { platformRoutes } from './routes/platform/index.js';
+import { storageRoutes } from './routes/storage/index.js';
+import { myRunsRoutes } from './routes/app-runs/runs.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -39,9 +45,15 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(oauthAuthorizationRoutes, deps);
   await app.register(docsAuthRoutes, deps);
   await app.register(apiKeyRoutes, deps);
+  await app.register(runRoutes, deps);
+  await app.register(runFollowUpRoutes, deps);
+  await app.register(v1Routes, deps);
   await app.register(identityRoutes, deps);
   await app.register(agentRoutes, deps);
   await app.register(agentCredentialRoutes, deps);
+  await app.register(documentRoutes, deps);
+  await app.register(storageRoutes, deps);
+  await app.register(myRunsRoutes, deps);
 }
 
 /** A ready-to-listen Fastify instance. `logger` defaults to pino JSON at LOG_LEVEL. */

@@ -3,6 +3,8 @@ import { createDb } from '../shared/db/client.js';
 import { createAuthenticator } from '../shared/credentials/authenticate.js';
 import { createIdentityProvider } from '../shared/credentials/identity-provider.js';
 import { createScheduleTokens } from '../shared/credentials/schedule-tokens.js';
+import { RunEventHub } from '../shared/app-runs/event-log.js';
+import { PgListener } from '../shared/db/listener.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { connectTemporalClient } from '../temporal/connection.js';
 import type { AppDeps } from './deps.js';
@@ -14,21 +16,22 @@ export async function connectAppDeps(
   log: (message: string) => void = () => {},
 ): Promise<AppDeps & { close(): Promise<void> }> {
   const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });
-  const settings = new SiteSettingsCache(db, {
-    onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`),
-    onListenerError: (error) => log(`site settings listener: ${error.message}`),
-  });
-  await settings.listen(targets.databaseUrl);
+  const listener = new PgListener(targets.databaseUrl, (error) => log(`database listener: ${error.message}`));
+  const settings = new SiteSettingsCache(db, { onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`) });
+  settings.follow(listener);
+  const runEvents = new RunEventHub();
+  runEvents.follow(listener);
+  await listener.start();
   const temporal = await connectTemporalClient(targets.temporalAddress, config.TEMPORAL_NAMESPACE);
   const idp = await createIdentityProvider(config);
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
   return {
-    config, db, settings, idp, scheduleTokens, authenticator,
+    config, db, settings, runEvents, idp, scheduleTokens, authenticator,
     temporal: { client: temporal.client, connection: temporal.connection },
     async close() {
       await temporal.close();
-      await settings.close();
+      await listener.close();
       await db.destroy();
     },
   };

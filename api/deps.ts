@@ -4,6 +4,7 @@ import type { Database } from '../shared/db/client.js';
 import type { Authenticator } from '../shared/credentials/authenticate.js';
 import type { IdentityProvider } from '../shared/credentials/identity-provider.js';
 import type { ScheduleTokens } from '../shared/credentials/schedule-tokens.js';
+import type { RunEventHub } from '../shared/app-runs/event-log.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 
 /** Everything the API needs from outside; `api/main.ts` builds it, tests build it with real parts. */
@@ -12,6 +13,7 @@ export interface AppDeps {
   db: Database;
   temporal: { client: Client; connection: Connection };
   settings: SiteSettingsCache;
+  runEvents: RunEventHub;
   idp: IdentityProvider;
   scheduleTokens: ScheduleTokens;
   authenticator: Authenticator;

@@ -110,6 +110,10 @@ try {
     `  Demo API key ${demo.apiKey}`,
     `  Demo IDs     user ${demo.userId} · team ${demo.teamId} · project ${demo.projectId}`,
     '',
+    '  Run the demo app (JSON, then streaming NDJSON):',
+    `    curl -s -X POST ${apiUrl}/api/released-app/${demo.deploymentId}/run -H 'Authorization: Bearer ${demo.apiKey}' -H 'Content-Type: application/json' -d '{"inputs":{"name":"Ada","n":21},"stream":false}'`,
+    `    curl -sN -X POST ${apiUrl}/api/released-app/${demo.deploymentId}/run -H 'Authorization: Bearer ${demo.apiKey}' -H 'Content-Type: application/json' -d '{"inputs":{"name":"Ada"}}'`,
+    '',
     '  Operator CLI: npm run --silent cli -- <command>   ·   Ctrl-C stops everything',
     '',
   ].join('\n') + '\n');

@@ -29,6 +29,8 @@ const envSchema = z.object({
   REDIS_URL: optionalString,
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Largest file `POST /storage/:projectId/upload` accepts (413 `file_too_large` above it); bytes live in DATA_DIR/files. */
+  STORAGE_MAX_UPLOAD_BYTES: z.coerce.number().int().min(1).default(50 * 1024 * 1024),
   LLM_BASE_URL: optionalString,
   LLM_API_KEY: optionalString,
   SECRETS_KEY: optionalString,

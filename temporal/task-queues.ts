@@ -5,6 +5,8 @@
 export const taskQueues = {
   /** Platform workflows (probes, maintenance) and, until they need their own, every capability. */
   platform: 'platform',
+  /** Published-app runs (`app-run-<runId>`) and their activities. */
+  appRuns: 'app-runs',
 } as const;
 
 export type TaskQueueKey = keyof typeof taskQueues;

@@ -3,4 +3,5 @@
 
 export const workflowIds = {
   platformProbe: (probeId: string) => `platform-probe-${probeId}`,
+  appRun: (runId: string) => `app-run-${runId}`,
 } as const;

@@ -1,6 +1,7 @@
 import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db/client.js';
+import { PgListener } from '../shared/db/listener.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createWorkers, type WorkerSet } from './create-workers.js';
 
@@ -21,11 +22,10 @@ export async function startWorkers(options: {
 }): Promise<RunningWorkers> {
   const log = options.log ?? (() => {});
   const db = createDb(options.databaseUrl, { poolSize: options.config.DATABASE_POOL_SIZE, applicationName: 'wfapp-worker', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });
-  const settings = new SiteSettingsCache(db, {
-    onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`),
-    onListenerError: (error) => log(`site settings listener: ${error.message}`),
-  });
-  await settings.listen(options.databaseUrl);
+  const listener = new PgListener(options.databaseUrl, (error) => log(`database listener: ${error.message}`));
+  const settings = new SiteSettingsCache(db, { onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`) });
+  settings.follow(listener);
+  await listener.start();
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
   const workers = await createWorkers({
     connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings }, workflowBundle: options.workflowBundle,
@@ -33,7 +33,7 @@ export async function startWorkers(options: {
   });
   const done = workers.run().finally(async () => {
     await connection.close();
-    await settings.close();
+    await listener.close();
     await db.destroy();
   });
   return { workers, done, shutdown: async () => { await workers.shutdown(); await done; } };

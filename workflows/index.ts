@@ -1,2 +1,3 @@
 // The worker's bundle entry: every workflow of the service, by capability.
 export { platformProbeWorkflow } from './platform/probe.js';
+export { appRunWorkflow } from './app-runs/run-app.js';

@@ -18,6 +18,7 @@ import { generateToken, hasValidTokenShape } from '../../shared/credentials/toke
 import { sha256Hex } from '../../shared/crypto.js';
 import { startTemporalDevServer } from '../../temporal/dev-server.js';
 import { concurrentOpsPerSecond, opsPerSecond, report, type Comparison } from './measure.js';
+import { benchRuns } from './runs.js';
 
 const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-'));
 await chmod(workDir, 0o755);
@@ -26,6 +27,7 @@ const [postgres, temporal] = await Promise.all([
   startTemporalDevServer({ namespace: 'default' }),
 ]);
 const rows: Comparison[] = [];
+const runRows: string[] = [];
 try {
   const admin = createDb(postgres.url, { poolSize: 1 });
   await sql.raw('CREATE DATABASE bench').execute(admin);
@@ -66,6 +68,16 @@ try {
   });
   await app.close();
   bare.close();
+
+  // 4. The run path (issue: run published apps), against a worker on the same Temporal server.
+  const { startWorkers } = await import('../../worker/start.js');
+  const { bundleWorkflows } = await import('../../worker/bundle.js');
+  const workers = await startWorkers({ config, databaseUrl, temporalAddress: temporal.address, workflowBundle: await bundleWorkflows() });
+  try {
+    runRows.push(...(await benchRuns(deps)));
+  } finally {
+    await workers.shutdown();
+  }
   await deps.close();
 } finally {
   await temporal.stop();
@@ -73,3 +85,5 @@ try {
   await rm(workDir, { recursive: true, force: true });
 }
 report(rows);
+console.log('\n| run path | measured | floor (same run) | ratio |\n|---|---|---|---|');
+for (const row of runRows) console.log(row);

@@ -13,6 +13,7 @@ import { isKnownSiteSetting, resolveSiteSetting } from '../../shared/site-settin
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { agentCommands } from './agent-commands.js';
+import { documentCommands } from './document-commands.js';
 import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
 import { oauthCommands } from './oauth-commands.js';
 
@@ -32,6 +33,7 @@ export type Command = (flags: Record<string, string>, ctx: CliContext) => Promis
 export const commands: Record<string, Command> = {
   ...agentCommands,
   ...oauthCommands,
+  ...documentCommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });

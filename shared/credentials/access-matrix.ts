@@ -44,7 +44,20 @@ export const accessMatrix = {
     accept: ['api-key', 'schedule', 'oauth'], oauthScopes: ['chat:completions'], xApiKey: true,
     wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
   },
-  documentRun: { accept: ['api-key'], xApiKey: true, wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized' },
+  documentRun: {
+    accept: ['api-key'], xApiKey: true, wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
+    wrongKindMessage: 'Unauthorized: Document ID route only supports API key authentication',
+  },
+  /** The generic `/v1` workflow API: API keys only. */
+  v1: {
+    accept: ['api-key'], xApiKey: true, wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
+    wrongKindMessage: 'Unauthorized: the /v1 API only accepts API keys',
+  },
+  /** Reading or cancelling a run already started (resume a stream, cancel): the run's own kinds of caller. */
+  runFollowUp: {
+    accept: ['jwt', 'api-key', 'oauth', 'schedule'], xApiKey: true,
+    wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
+  },
   /** Connectors: a signed-in person only. */
   connectors: { accept: ['jwt'], wrongKindMessage: 'unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'unauthorized' },
 } as const satisfies Record<string, AccessRule>;

@@ -182,6 +182,75 @@ export interface OAuthTokensTable {
   created_at: Timestamp;
 }
 
+export interface DocumentsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  graph: Json;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  document_id: string;
+  project_id: string;
+  team_id: string;
+  version_major: number;
+  version_minor: number;
+  visibility: Defaulted<ProjectVisibility>;
+  snapshot: Json;
+  api_schema: Json;
+  published_by: string | null;
+  created_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+
+export interface RunsTable {
+  id: string;
+  deployment_id: string;
+  document_id: string;
+  team_id: string;
+  trigger_source: string;
+  api_key_id: string | null;
+  user_id: string | null;
+  status: Defaulted<RunStatus>;
+  inputs: Json;
+  result: ColumnType<unknown, string | null | undefined, string | null>;
+  error: string | null;
+  timeout_seconds: number | null;
+  created_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface RunEventsTable {
+  id: Generated<number>;
+  run_id: string;
+  event_key: string;
+  type: string;
+  payload: Json;
+  created_at: Timestamp;
+}
+
+export interface FilesTable {
+  id: string;
+  project_id: string;
+  team_id: string;
+  uploaded_by: string | null;
+  api_key_id: string | null;
+  size: number;
+  content_type: string;
+  original_name: string | null;
+  sha256: string;
+  storage_key: string;
+  created_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -199,6 +268,11 @@ export interface DB {
   oauth_grants: OAuthGrantsTable;
   oauth_codes: OAuthCodesTable;
   oauth_tokens: OAuthTokensTable;
+  documents: DocumentsTable;
+  deployments: DeploymentsTable;
+  runs: RunsTable;
+  run_events: RunEventsTable;
+  files: FilesTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -12,6 +12,8 @@ import { createDb, type Database } from '../../shared/db/client.js';
 import { createAuthenticator } from '../../shared/credentials/authenticate.js';
 import { createIdentityProvider } from '../../shared/credentials/identity-provider.js';
 import { createScheduleTokens } from '../../shared/credentials/schedule-tokens.js';
+import { RunEventHub } from '../../shared/app-runs/event-log.js';
+import { PgListener } from '../../shared/db/listener.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { connectTemporalClient } from '../../temporal/connection.js';
 import { createWorkers, type WorkerSet } from '../../worker/create-workers.js';
@@ -59,13 +61,17 @@ export async function createTestStack(): Promise<TestStack> {
   };
   const config = loadConfig(env);
   const db = createDb(databaseUrl, { poolSize: 5 });
+  const listener = new PgListener(databaseUrl);
   const settings = new SiteSettingsCache(db);
-  await settings.listen(databaseUrl);
+  settings.follow(listener);
+  const runEvents = new RunEventHub();
+  runEvents.follow(listener);
+  await listener.start();
   const temporal = await connectTemporalClient(inject('temporalAddress'), config.TEMPORAL_NAMESPACE);
   const idp = await createIdentityProvider(config);
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
-  const deps: AppDeps = { config, db, settings, idp, scheduleTokens, authenticator, temporal: { client: temporal.client, connection: temporal.connection } };
+  const deps: AppDeps = { config, db, settings, runEvents, idp, scheduleTokens, authenticator, temporal: { client: temporal.client, connection: temporal.connection } };
   const app = await buildApp(deps, { logger: false });
 
   const workerSets: Array<{ set: WorkerSet; connection: NativeConnection }> = [];
@@ -88,7 +94,7 @@ export async function createTestStack(): Promise<TestStack> {
         await connection.close();
       }
       await temporal.close();
-      await settings.close();
+      await listener.close();
       await db.destroy();
       await rm(dataDir, { recursive: true, force: true });
     },

@@ -45,6 +45,19 @@ describe('npm start', () => {
       expect((await fetch(`${apiUrl}/docs/json`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${uiPort}/`)).status).toBe(200);
       expect(processesMentioning(dataDir).length).toBeGreaterThanOrEqual(2); // PostgreSQL and Temporal
+
+      // The printed demo app runs, with the printed key, through the in-process worker.
+      const demoKey = /Demo API key (wfk-\S+)/.exec(output)![1]!;
+      const runUrl = /curl -s -X POST (\S+\/run) /.exec(output)?.[1];
+      expect(runUrl).toBeDefined();
+      const demo = await fetch(runUrl!, {
+        method: 'POST', headers: { authorization: `Bearer ${demoKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: { name: 'Ada', n: 21 }, stream: false }),
+      });
+      expect(demo.status).toBe(200);
+      const result = await demo.json() as { status: string; sessions: Array<{ output: unknown }> };
+      expect(result.status).toBe('completed');
+      expect(result.sessions.at(-1)!.output).toEqual({ greeting: 'hello Ada', n: 42 });
     } finally {
       if (child.exitCode === null) process.kill(-child.pid!, 'SIGINT');
       await exited;

@@ -1,6 +1,8 @@
 import type { Migration } from 'kysely';
 import * as foundation from './2026_11_21_0001_foundation.js';
 import * as credentials from './2026_11_21_0002_credentials.js';
+import * as appRuns from './2026_11_21_0003_app_runs.js';
+import * as storage from './2026_11_21_0004_storage.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -9,4 +11,6 @@ import * as credentials from './2026_11_21_0002_credentials.js';
 export const migrations: Record<string, Migration> = {
   '2026_11_21_0001_foundation': foundation,
   '2026_11_21_0002_credentials': credentials,
+  '2026_11_21_0003_app_runs': appRuns,
+  '2026_11_21_0004_storage': storage,
 };

@@ -1,0 +1,79 @@
+import { Readable } from 'node:stream';
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../../shared/errors.js';
+import type { Principal } from '../../../shared/credentials/principal.js';
+import type { Database } from '../../../shared/db/client.js';
+import { workflowIds } from '../../../temporal/workflow-ids.js';
+import type { AppDeps } from '../../deps.js';
+import { principalOf } from '../../plugins/auth.js';
+import { eventFrame } from './frames.js';
+
+/** A run is visible to its own team's credentials and to the user who started it; others get 404. */
+async function findVisibleRun(db: Database, runId: string, caller: Principal) {
+  const run = await db.selectFrom('runs').select(['id', 'team_id', 'user_id', 'status']).where('id', '=', runId).executeTakeFirst();
+  if (!run) throw new AppError(404, 'Run not found');
+  const visible = (() => {
+    switch (caller.kind) {
+      case 'api-key': case 'schedule': return caller.teamId === run.team_id;
+      case 'oauth': return caller.userId === run.user_id;
+      case 'jwt': return null; // decided by team membership below
+      default: return false;
+    }
+  })();
+  if (visible === false) throw new AppError(404, 'Run not found');
+  if (visible === null) {
+    const member = await db.selectFrom('team_members').select('user_id')
+      .where('team_id', '=', run.team_id).where('user_id', '=', (caller as { userId: string }).userId).executeTakeFirst();
+    if (!member) throw new AppError(404, 'Run not found');
+  }
+  return run;
+}
+
+function lastEventId(request: FastifyRequest<{ Querystring: { after?: number } }>): number {
+  const header = request.headers['last-event-id'];
+  const fromHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
+  return fromHeader ?? request.query.after ?? 0;
+}
+
+/**
+ * Beyond the spec (docs/app-runs.md): resume a run's stream after a disconnect, and cancel a run.
+ */
+export const runFollowUpRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  app.get('/api/runs/:runId/events', {
+    config: { access: 'runFollowUp' },
+    schema: {
+      tags: ['app-runs'],
+      summary: 'Stream a run\'s events from where the client left off (SSE Last-Event-ID or ?after=)',
+      params: z.object({ runId: z.uuid() }),
+      querystring: z.object({ after: z.coerce.number().int().min(0).optional(), format: z.enum(['ndjson', 'sse']).default('ndjson') }),
+    },
+  }, async (request, reply) => {
+    await findVisibleRun(deps.db, request.params.runId, principalOf(request));
+    const abort = new AbortController();
+    reply.raw.once('close', () => abort.abort());
+    const events = deps.runEvents.events(deps.db, request.params.runId, { afterId: lastEventId(request), signal: abort.signal });
+    const format = request.query.format;
+    reply.header('cache-control', 'no-cache');
+    reply.type(format === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+    return reply.send(Readable.from((async function* () {
+      for await (const event of events) yield eventFrame(event, format);
+    })()));
+  });
+
+  app.post('/api/runs/:runId/cancel', {
+    config: { access: 'runFollowUp' },
+    schema: {
+      tags: ['app-runs'], summary: 'Cancel a running run (it ends with run_error, executionStatus cancelled)',
+      params: z.object({ runId: z.uuid() }),
+      response: { 202: z.object({ runId: z.string(), status: z.literal('cancelling') }) },
+    },
+  }, async (request, reply) => {
+    const run = await findVisibleRun(deps.db, request.params.runId, principalOf(request));
+    if (run.status !== 'running') throw new AppError(409, 'run_finished', `The run has already ended (${run.status})`);
+    await deps.temporal.client.workflow.getHandle(workflowIds.appRun(run.id)).cancel();
+    reply.code(202);
+    return { runId: run.id, status: 'cancelling' as const };
+  });
+};

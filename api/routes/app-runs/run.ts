@@ -1,0 +1,112 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { StoredRunEvent } from '../../../shared/app-runs/event-log.js';
+import { ResponseBudget, checkBodySize, checkInputLimits } from '../../../shared/app-runs/limits.js';
+import { assertMayRun, findRunDeployment, startRun, type RunCaller } from '../../../shared/app-runs/run-service.js';
+import type { AppDeps } from '../../deps.js';
+import { principalOf } from '../../plugins/auth.js';
+import { eventFrame } from './frames.js';
+
+const runBody = z.object({
+  inputs: z.record(z.string(), z.unknown()).default({}),
+  version: z.string().max(40).optional(),
+  stream: z.boolean().default(true),
+  format: z.enum(['ndjson', 'sse']).default('ndjson'),
+  timeout: z.number().positive().optional().describe('seconds; capped by the site setting run.max_timeout_seconds'),
+}).loose();
+type RunBody = z.infer<typeof runBody>;
+
+/** Hard ceiling for run bodies; the effective cap is the `run.input_limit` setting (4 MiB by default). */
+const RUN_BODY_CEILING_BYTES = 64 * 1024 * 1024;
+
+const runQuery = z.object({ trace: z.string().optional().describe('`full` adds globalCtx and session errors') });
+
+/** JSON mode (spec §2.20): the run result, built from the terminal event. */
+function jsonResult(runId: string, documentId: string, terminal: StoredRunEvent | undefined) {
+  const p = (terminal?.payload ?? {}) as Record<string, unknown>;
+  if (terminal?.type === 'run_complete') {
+    return { runId, documentId, sessions: p.sessions, duration: p.duration, status: 'completed', timedOut: false, ...(p.globalCtx ? { globalCtx: p.globalCtx } : {}) };
+  }
+  const status = typeof p.executionStatus === 'string' ? p.executionStatus : 'failed';
+  return { runId, documentId, sessions: [], duration: null, status, timedOut: status === 'timed_out', error: p.error ?? 'The run did not complete' };
+}
+
+/**
+ * The run endpoints of spec §4.1: by deployment id (API key, schedule token, OAuth `chat:completions`)
+ * and by document id (API key only). Streams NDJSON or SSE from the run event log, or answers JSON.
+ */
+export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  async function run(request: FastifyRequest, reply: FastifyReply, by: { deploymentId?: string; documentId?: string }, body: RunBody, trace: boolean) {
+    const caller = principalOf(request, 'api-key', 'schedule', 'oauth') as RunCaller;
+    const deployment = await findRunDeployment(deps.db, by, body.version);
+    await assertMayRun(deps.db, deployment, caller);
+    const maxTimeout = await deps.settings.get('run.max_timeout_seconds');
+    const timeoutSeconds = Math.min(Math.ceil(body.timeout ?? maxTimeout), maxTimeout);
+    const { inputs: { _trigger: _ignored, ...inputs } } = body;
+    checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
+    const { runId, documentId } = await startRun(
+      {
+        db: deps.db, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
+        onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
+      },
+      { deployment, caller, inputs, trace, timeoutSeconds },
+    );
+
+    // A client that goes away stops reading; the run itself goes on (resume with the run id).
+    const abort = new AbortController();
+    reply.raw.once('close', () => abort.abort());
+    const events = deps.runEvents.events(deps.db, runId, { signal: abort.signal });
+    reply.header('x-run-id', runId);
+
+    const budget = new ResponseBudget((await deps.settings.get('run.response_limit')).maxBytes);
+    if (!body.stream) {
+      let terminal: StoredRunEvent | undefined;
+      for await (const event of events) terminal = event;
+      const result = JSON.stringify(jsonResult(runId, documentId, terminal));
+      if (!budget.add(Buffer.byteLength(result))) return reply.code(413).send(budget.tooLargeBody(runId));
+      return reply.type('application/json; charset=utf-8').send(result);
+    }
+    const format = body.format;
+    reply.header('cache-control', 'no-cache');
+    reply.type(format === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+    return reply.send(Readable.from((async function* () {
+      for await (const event of events) {
+        const frame = eventFrame(event, format);
+        if (!budget.add(Buffer.byteLength(frame))) {
+          // Over the cap the stream ends with run_error instead of the oversized event (status stays 200).
+          const { message, actualBytes, limitBytes } = budget.tooLargeBody(runId);
+          yield eventFrame({ id: event.id, type: 'run_error', payload: { runId, error: 'response_too_large', message, actualBytes, limitBytes, executionStatus: 'response_too_large' } }, format);
+          return;
+        }
+        yield frame;
+      }
+    })()));
+  }
+
+  // The run.input_limit body cap is a site setting, so it is checked here against Content-Length
+  // before the body is read; the route's own bodyLimit is only the hard ceiling.
+  app.addHook('preParsing', async (request) => {
+    const length = Number(request.headers['content-length']);
+    if (Number.isFinite(length)) checkBodySize(length, await deps.settings.get('run.input_limit'));
+  });
+
+  app.post('/api/released-app/:deploymentId/run', {
+    config: { access: 'deploymentRun' },
+    bodyLimit: RUN_BODY_CEILING_BYTES,
+    schema: {
+      tags: ['app-runs'], summary: 'Run a published deployment (NDJSON, SSE or JSON)',
+      params: z.object({ deploymentId: z.uuid() }), querystring: runQuery, body: runBody.nullish(),
+    },
+  }, (request, reply) => run(request, reply, { deploymentId: request.params.deploymentId }, runBody.parse(request.body ?? {}), request.query.trace === 'full'));
+
+  app.post('/api/released-app/d/:documentId/run', {
+    config: { access: 'documentRun' },
+    bodyLimit: RUN_BODY_CEILING_BYTES,
+    schema: {
+      tags: ['app-runs'], summary: 'Run the newest (or the requested) deployment of a document; API keys only',
+      params: z.object({ documentId: z.uuid() }), querystring: runQuery, body: runBody.nullish(),
+    },
+  }, (request, reply) => run(request, reply, { documentId: request.params.documentId }, runBody.parse(request.body ?? {}), request.query.trace === 'full'));
+};

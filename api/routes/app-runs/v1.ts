@@ -1,0 +1,94 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ApiSchemaField } from '../../../shared/app-runs/graph.js';
+import { checkInputLimits } from '../../../shared/app-runs/limits.js';
+import { assertMayRun, findRunDeployment, startRun } from '../../../shared/app-runs/run-service.js';
+import type { Session } from '../../../shared/app-runs/events.js';
+import { AppError } from '../../../shared/errors.js';
+import { isUuid } from '../../../shared/ids.js';
+import type { AppDeps } from '../../deps.js';
+import { principalOf } from '../../plugins/auth.js';
+
+/** The generic output of a run: the last session's output (the app's final block), or null. */
+function outputOf(result: unknown): unknown {
+  const sessions = (result as { sessions?: Session[] } | null)?.sessions ?? [];
+  return sessions.at(-1)?.output ?? null;
+}
+
+const runView = z.object({ id: z.string(), status: z.string(), output: z.unknown(), error: z.string().nullable().optional() });
+
+/**
+ * The generic `/v1` workflow API (docs/app-runs.md): a workflow is a document with at least one
+ * deployment in the API key's team; runs are synchronous and answer `{ id, status, output }`.
+ */
+export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  const { db } = deps;
+
+  app.get('/v1/workflows', {
+    config: { access: 'v1' },
+    schema: { tags: ['v1'], summary: "The API key's team's published workflows" },
+  }, async (request) => {
+    const { teamId } = principalOf(request, 'api-key');
+    const rows = await db.selectFrom('documents as d').innerJoin('projects as p', 'p.id', 'd.project_id')
+      .select(['d.id', 'd.name', 'd.project_id', 'd.updated_at'])
+      .where('p.team_id', '=', teamId).where('d.deleted_at', 'is', null)
+      .where((eb) => eb.exists(eb.selectFrom('deployments as dep').select('dep.id').whereRef('dep.document_id', '=', 'd.id').where('dep.deleted_at', 'is', null)))
+      .orderBy('d.updated_at', 'desc').limit(500).execute();
+    return { workflows: rows.map((r) => ({ id: r.id, name: r.name, projectId: r.project_id, updatedAt: r.updated_at.toISOString() })) };
+  });
+
+  app.post('/v1/workflows/:id/run', {
+    config: { access: 'v1' },
+    schema: {
+      tags: ['v1'], summary: 'Run the newest deployment of a workflow with one text input',
+      params: z.object({ id: z.uuid() }),
+      body: z.object({ input: z.string() }),
+      response: { 200: runView },
+    },
+  }, async (request) => {
+    const caller = principalOf(request, 'api-key');
+    const deployment = await findRunDeployment(db, { documentId: request.params.id }, undefined);
+    await assertMayRun(db, deployment, caller);
+    // The one text goes to the app's only input when it has exactly one; otherwise to an input named `input`.
+    const fields = (deployment.api_schema as { inputs: ApiSchemaField[] }).inputs;
+    const inputs = { [fields.length === 1 ? fields[0]!.name : 'input']: request.body.input };
+    checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
+    const timeoutSeconds = await deps.settings.get('run.max_timeout_seconds');
+    const { runId } = await startRun(
+      {
+        db, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
+        onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
+      },
+      { deployment, caller, inputs, trace: false, timeoutSeconds },
+    );
+    for await (const _event of deps.runEvents.events(db, runId)) { /* wait for the terminal event */ }
+    const run = await db.selectFrom('runs').select(['status', 'result', 'error']).where('id', '=', runId).executeTakeFirstOrThrow();
+    return { id: runId, status: run.status, output: outputOf(run.result), error: run.error };
+  });
+
+  app.get('/v1/runs/:id', {
+    config: { access: 'v1' },
+    schema: { tags: ['v1'], summary: 'A run of the API key\'s team', params: z.object({ id: z.string() }), response: { 200: runView } },
+  }, async (request) => {
+    const { teamId } = principalOf(request, 'api-key');
+    const run = isUuid(request.params.id)
+      ? await db.selectFrom('runs').select(['id', 'status', 'result', 'error']).where('id', '=', request.params.id).where('team_id', '=', teamId).executeTakeFirst()
+      : undefined;
+    if (!run) throw new AppError(404, 'Run not found');
+    return { id: run.id, status: run.status, output: outputOf(run.result), error: run.error };
+  });
+
+  app.get('/v1/workflows/:id/runs', {
+    config: { access: 'v1' },
+    schema: {
+      tags: ['v1'], summary: "A workflow's runs paid by the API key's team, newest first",
+      params: z.object({ id: z.uuid() }), querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
+    },
+  }, async (request) => {
+    const { teamId } = principalOf(request, 'api-key');
+    const rows = await db.selectFrom('runs').select(['id', 'status', 'created_at', 'finished_at'])
+      .where('document_id', '=', request.params.id).where('team_id', '=', teamId)
+      .orderBy('created_at', 'desc').limit(request.query.limit).execute();
+    return { runs: rows.map((r) => ({ id: r.id, status: r.status, createdAt: r.created_at.toISOString(), finishedAt: r.finished_at?.toISOString() ?? null })) };
+  });
+};

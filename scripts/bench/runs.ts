@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+import { buildApp } from '../../api/app.js';
+import type { AppDeps } from '../../api/deps.js';
+import { createDocument, publishDocument } from '../../shared/app-runs/documents/service.js';
+import { grantCredits } from '../../shared/billing/service.js';
+import { createApiKey } from '../../shared/credentials/api-keys.js';
+import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
+import { taskQueueName } from '../../temporal/task-queues.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+async function timings(n: number, fn: () => Promise<unknown>): Promise<number[]> {
+  for (let i = 0; i < Math.min(10, n); i++) await fn();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    out.push(performance.now() - t);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+const chain = (length: number) => ({
+  blocks: Array.from({ length }, (_, i) => ({ id: `b${i}`, type: 'transform', name: `b${i}`, config: { expression: i === 0 ? '1' : `$b${i - 1} + 1` } })),
+  edges: Array.from({ length: length - 1 }, (_, i) => ({ from: `b${i}`, to: `b${i + 1}` })),
+});
+const demo = {
+  blocks: [
+    { id: 'q', type: 'input', name: 'name', config: { valueType: 'string', required: true } },
+    { id: 'x', type: 'transform', name: 'shape', config: { expression: "{ 'greeting': 'hello ' & $q }" } },
+    { id: 'o', type: 'output', name: 'result', config: { value: '{{x}}' } },
+  ],
+  edges: [{ from: 'q', to: 'x' }, { from: 'x', to: 'o' }],
+};
+
+/** Run-path benchmarks of the app-runs issue, each with its floor measured in the same run. */
+export async function benchRuns(deps: AppDeps): Promise<string[]> {
+  const { db } = deps;
+  const user = await createUser(db, { email: `bench-${randomUUID()}@example.com` });
+  const team = await createTeam(db, { ownerId: user.id, name: 'Bench' });
+  await grantCredits(db, { teamId: team.id, amountMilli: 100_000_000 });
+  const project = await createProject(db, { teamId: team.id, name: 'Bench' });
+  const { token } = await createApiKey(db, { teamId: team.id, createdBy: user.id, name: 'bench' });
+  const operator = { kind: 'operator' } as const;
+  const publish = async (graph: object) => (await publishDocument(db, operator, (await createDocument(db, operator, { projectId: project.id, name: 'b', graph })).id, {})).id;
+  const [demoId, chain1, chain21] = [await publish(demo), await publish(chain(1)), await publish(chain(21))];
+
+  const app = await buildApp(deps, { logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const bare = Fastify();
+  bare.get('/ping', async () => ({ ok: true }));
+  await bare.listen({ port: 0, host: '127.0.0.1' });
+  const bareUrl = `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}/ping`;
+
+  const runJson = (deploymentId: string) => () => fetch(`${base}/api/released-app/${deploymentId}/run`, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ inputs: { name: 'Ada' }, stream: false }),
+  }).then((r) => r.json());
+
+  const bareTimes = await timings(300, () => fetch(bareUrl).then((r) => r.text()));
+  const trivialWorkflow = await timings(60, () => deps.temporal.client.workflow.execute('platformProbeWorkflow', {
+    taskQueue: taskQueueName('platform', deps.config.TEMPORAL_TASK_QUEUE_SUFFIX), workflowId: workflowIds.platformProbe(randomUUID()),
+    args: [{ probeId: randomUUID(), note: 'bench' }],
+  }));
+  const demoTimes = await timings(100, runJson(demoId));
+  const ttfb: number[] = [];
+  for (let i = 0; i < 40; i++) {
+    const t = performance.now();
+    const res = await fetch(`${base}/api/released-app/${demoId}/run`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ inputs: { name: 'Ada' } }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    ttfb.push(performance.now() - t);
+    while (!(await reader.read()).done) { /* let the run finish before the next */ }
+  }
+  ttfb.sort((a, b) => a - b);
+  const one = await timings(40, runJson(chain1));
+  const twentyOne = await timings(40, runJson(chain21));
+
+  const total = 300;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: 50 }, async () => { while (next++ < total) await runJson(demoId)(); }));
+  const throughput = total / ((performance.now() - started) / 1000);
+
+  await app.close();
+  await bare.close();
+  const ms = (v: number) => `${v.toFixed(1)} ms`;
+  const p50 = (t: number[]) => percentile(t, 0.5);
+  return [
+    `| demo app JSON p50 / p99 | ${ms(p50(demoTimes))} / ${ms(percentile(demoTimes, 0.99))} | floor: trivial workflow (one DB activity) p50 ${ms(p50(trivialWorkflow))} | ${(p50(demoTimes) / p50(trivialWorkflow)).toFixed(2)}× (goal ≤ 1.5×) |`,
+    `| demo app NDJSON first byte p50 | ${ms(p50(ttfb))} | floor: bare Fastify route p50 ${ms(p50(bareTimes))} | ${(p50(ttfb) / p50(bareTimes)).toFixed(2)}× (goal ≤ 3×) |`,
+    `| per pure block | ${ms((p50(twentyOne) - p50(one)) / 20)} | (t(21-block chain) ${ms(p50(twentyOne))} − t(1-block) ${ms(p50(one))}) / 20 | goal ≤ 2 ms |`,
+    `| demo runs/s, 50 concurrent | ${throughput.toFixed(0)} runs/s | | goal ≥ 100 |`,
+  ];
+}

@@ -1,0 +1,173 @@
+import type { Database } from '../../db/client.js';
+import { AppError } from '../../errors.js';
+import { isUuid, newId } from '../../ids.js';
+import { deriveApiSchema, graphSchema, runnableBlockTypes, validateGraph, type Graph, type GraphProblem } from '../graph.js';
+import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../versions.js';
+import * as repo from './repository.js';
+
+/**
+ * Who edits or publishes. API callers come from the request principal (an API key acts with its
+ * creator's role in its own team); the operator CLI has no principal and passes every access check.
+ */
+export type EditorCaller =
+  | { kind: 'jwt'; userId: string }
+  | { kind: 'api-key'; userId: string; teamId: string }
+  | { kind: 'operator' };
+
+export type Visibility = 'private' | 'public';
+
+export interface DocumentView { id: string; projectId: string; name: string; graph: Graph; createdAt: string; updatedAt: string }
+export interface DeploymentView {
+  id: string; documentId: string; version: string; visibility: Visibility;
+  apiSchema: ReturnType<typeof deriveApiSchema>; createdAt: string;
+}
+
+const projectNotFound = () => new AppError(404, 'Project not found', 'Project not found');
+const documentNotFound = () => new AppError(404, 'Document not found', 'Document not found');
+const ADMIN_REQUIRED = 'project administrator required';
+
+const toDocumentView = (row: repo.DocumentRow): DocumentView => ({
+  id: row.id, projectId: row.project_id, name: row.name, graph: row.graph as Graph,
+  createdAt: row.created_at.toISOString(), updatedAt: row.updated_at.toISOString(),
+});
+
+export const toDeploymentView = (row: repo.DeploymentRow): DeploymentView => ({
+  id: row.id, documentId: row.document_id, version: formatVersion(versionOfRow(row)), visibility: row.visibility,
+  apiSchema: row.api_schema as DeploymentView['apiSchema'], createdAt: row.created_at.toISOString(),
+});
+
+type Access = 'none' | 'member' | 'admin';
+
+async function accessToTeam(db: Database, teamId: string, caller: EditorCaller): Promise<Access> {
+  if (caller.kind === 'operator') return 'admin';
+  if (caller.kind === 'api-key' && caller.teamId !== teamId) return 'none';
+  const role = await repo.findTeamRole(db, teamId, caller.userId);
+  if (role === 'owner' || role === 'admin') return 'admin';
+  // A key of the project's team reads and edits even when its creator has since left the team.
+  return role === 'member' || caller.kind === 'api-key' ? 'member' : 'none';
+}
+
+/** A project the caller may use; one it cannot see answers exactly like a missing one. */
+async function requireProject(db: Database, caller: EditorCaller, projectId: string) {
+  const project = isUuid(projectId) ? await repo.findActiveProject(db, projectId) : undefined;
+  if (!project || (await accessToTeam(db, project.team_id, caller)) === 'none') throw projectNotFound();
+  return project;
+}
+
+async function requireDocument(db: Database, caller: EditorCaller, documentId: string, needs: 'member' | 'admin') {
+  const document = isUuid(documentId) ? await repo.findActiveDocument(db, documentId) : undefined;
+  if (!document) throw documentNotFound();
+  const access = await accessToTeam(db, document.team_id, caller);
+  if (access === 'none') throw documentNotFound();
+  if (needs === 'admin' && access !== 'admin') throw new AppError(403, ADMIN_REQUIRED, 'Publishing needs a project administrator (team owner or admin)');
+  return document;
+}
+
+function invalidGraph(problems: GraphProblem[], error = 'invalid_graph', lead = 'The graph does not validate'): AppError {
+  const shown = problems.slice(0, 5).map((p) => `${p.blockId ?? '(graph)'}: ${p.message}`).join('; ');
+  const more = problems.length > 5 ? ` (and ${problems.length - 5} more)` : '';
+  return new AppError(400, error, `${lead}: ${shown}${more}`, { details: problems });
+}
+
+/**
+ * The graph as stored: parsed with the graph format (defaults filled in, unknown fields dropped)
+ * and validated. Problems name their block id wherever the offending part belongs to a block.
+ */
+export function parseGraph(input: unknown): Graph {
+  const parsed = graphSchema.safeParse(input);
+  if (!parsed.success) {
+    const blocks = (input as { blocks?: unknown } | null)?.blocks;
+    throw invalidGraph(parsed.error.issues.map((issue) => {
+      const [section, index] = issue.path;
+      const block = section === 'blocks' && typeof index === 'number' && Array.isArray(blocks) ? (blocks[index] as { id?: unknown } | null) : null;
+      const blockId = typeof block?.id === 'string' ? block.id : null;
+      return { blockId, message: `${issue.path.join('.') || 'graph'}: ${issue.message}` };
+    }));
+  }
+  const problems = validateGraph(parsed.data);
+  if (problems.length > 0) throw invalidGraph(problems);
+  return parsed.data;
+}
+
+export async function createDocument(db: Database, caller: EditorCaller, input: { projectId: string; name: string; graph: unknown }): Promise<DocumentView> {
+  const project = await requireProject(db, caller, input.projectId);
+  const graph = parseGraph(input.graph);
+  const row = await repo.insertDocument(db, {
+    id: newId(), project_id: project.id, name: input.name, graph: JSON.stringify(graph),
+    created_by: caller.kind === 'operator' ? null : caller.userId,
+  });
+  return toDocumentView(row);
+}
+
+export async function listDocuments(db: Database, caller: EditorCaller, projectId: string): Promise<DocumentView[]> {
+  const project = await requireProject(db, caller, projectId);
+  return (await repo.listProjectDocuments(db, project.id)).map(toDocumentView);
+}
+
+export async function getDocument(db: Database, caller: EditorCaller, documentId: string): Promise<DocumentView> {
+  return toDocumentView(await requireDocument(db, caller, documentId, 'member'));
+}
+
+/** A draft may hold block types the engine cannot run yet; publishing refuses them. */
+export async function updateDocument(db: Database, caller: EditorCaller, documentId: string, patch: { name?: string; graph?: unknown }): Promise<DocumentView> {
+  const document = await requireDocument(db, caller, documentId, 'member');
+  const graph = patch.graph === undefined ? undefined : parseGraph(patch.graph);
+  const row = await repo.updateDocument(db, document.id, {
+    ...(patch.name !== undefined ? { name: patch.name } : {}),
+    ...(graph !== undefined ? { graph: JSON.stringify(graph) } : {}),
+    updated_at: new Date(),
+  });
+  return toDocumentView(row);
+}
+
+export async function listDeployments(db: Database, caller: EditorCaller, documentId: string): Promise<DeploymentView[]> {
+  const document = await requireDocument(db, caller, documentId, 'member');
+  return (await repo.listActiveDeployments(db, document.id)).map(toDeploymentView);
+}
+
+const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === '23505';
+
+/**
+ * Publishes the document's current graph as an immutable deployment: the snapshot and the API
+ * schema derived from it (spec §4.1 rules 1 and 6). Earlier deployments keep theirs.
+ * `version` defaults to the next minor after the highest one the document has ever had.
+ */
+export async function publishDocument(
+  db: Database, caller: EditorCaller, documentId: string, input: { version?: string; visibility?: Visibility },
+): Promise<DeploymentView> {
+  const requested = input.version === undefined ? null : parseVersion(input.version);
+  if (input.version !== undefined && !requested) {
+    throw new AppError(400, 'invalid_version', `version '${input.version}' must be MAJOR.MINOR, for example 1.0`);
+  }
+  await requireDocument(db, caller, documentId, 'admin');
+  try {
+    const row = await db.transaction().execute(async (trx) => {
+      const document = await repo.findActiveDocument(trx, documentId, { forUpdate: true });
+      if (!document) throw documentNotFound();
+      const graph = parseGraph(document.graph);
+      const notRunnable = graph.blocks.filter((b) => !runnableBlockTypes.has(b.type));
+      if (notRunnable.length > 0) {
+        throw invalidGraph(
+          notRunnable.map((b) => ({ blockId: b.id, message: `block type '${b.type}' is not available yet` })),
+          'block_type_not_available', 'The graph uses block types that are not available yet',
+        );
+      }
+      const versions = (await repo.listAllVersions(trx, document.id)).map(versionOfRow);
+      if (requested && versions.some((v) => compareVersions(v, requested) === 0)) throw versionExists(input.version!);
+      const version = requested ?? nextMinorVersion(versions);
+      return repo.insertDeployment(trx, {
+        id: newId(), document_id: document.id, project_id: document.project_id, team_id: document.team_id,
+        version_major: version.major, version_minor: version.minor, visibility: input.visibility ?? 'private',
+        snapshot: JSON.stringify(graph), api_schema: JSON.stringify(deriveApiSchema(graph)),
+        published_by: caller.kind === 'operator' ? null : caller.userId,
+      });
+    });
+    return toDeploymentView(row);
+  } catch (error) {
+    // The row lock makes this unreachable in practice; the unique constraint is the last word.
+    if (isUniqueViolation(error)) throw versionExists(input.version ?? 'the next version');
+    throw error;
+  }
+}
+
+const versionExists = (version: string) => new AppError(409, 'version_exists', `Version ${version} of this document is already published`);

@@ -1,0 +1,116 @@
+import type { Client } from '@temporalio/client';
+import { sql } from 'kysely';
+import type { Database } from '../db/client.js';
+import type { Principal } from '../credentials/principal.js';
+import { assertWithinCreditLimit } from '../credentials/api-keys.js';
+import { AppError } from '../errors.js';
+import { newId } from '../ids.js';
+import { taskQueueName } from '../../temporal/task-queues.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
+import { appendRunEvents } from './event-log.js';
+import type { ApiSchemaField } from './graph.js';
+import { validateRunInputs, withTrigger } from './input-validation.js';
+import { resolveDeploymentVersion } from './versions.js';
+import { RUN_BASE_COST_MILLI } from '../billing/pricing.js';
+
+export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';
+
+export type RunCaller = Extract<Principal, { kind: 'api-key' | 'schedule' | 'oauth' }>;
+
+const deploymentColumns = ['id', 'document_id', 'team_id', 'visibility', 'api_schema', 'published_by', 'version_major', 'version_minor'] as const;
+type DeploymentRow = { id: string; document_id: string; team_id: string; visibility: 'private' | 'public'; api_schema: unknown; published_by: string | null; version_major: number; version_minor: number };
+
+/** The deployment a run request names: by id (or by document id), then by `version` among the document's deployments. */
+export async function findRunDeployment(db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined): Promise<DeploymentRow> {
+  const documentId = by.documentId ?? (await db.selectFrom('deployments').select('document_id')
+    .where('id', '=', by.deploymentId!).where('deleted_at', 'is', null).executeTakeFirst())?.document_id;
+  if (!documentId) throw new AppError(404, 'Deployment not found');
+  const candidates = await db.selectFrom('deployments').select(deploymentColumns)
+    .where('document_id', '=', documentId).where('deleted_at', 'is', null).execute() as DeploymentRow[];
+  // The deployment-id route runs that deployment unless a `version` asks for another one of its document.
+  const chosen = by.deploymentId && version === undefined
+    ? candidates.find((d) => d.id === by.deploymentId)
+    : resolveDeploymentVersion(candidates, version);
+  if (!chosen) throw new AppError(404, 'Deployment not found');
+  return chosen;
+}
+
+/** Permission by deployment visibility (spec §4.1 table). */
+export async function assertMayRun(db: Database, deployment: DeploymentRow, caller: RunCaller): Promise<void> {
+  if (caller.kind === 'schedule') {
+    if (caller.deploymentId !== deployment.id) throw new AppError(403, 'Deployment ID mismatch');
+    return;
+  }
+  if (deployment.visibility === 'public') return;
+  if (caller.kind === 'api-key') {
+    if (caller.teamId !== deployment.team_id) throw new AppError(403, PRIVATE_APP_MESSAGE);
+    return;
+  }
+  if (deployment.published_by === caller.userId) return;
+  const member = await db.selectFrom('team_members').select('user_id')
+    .where('team_id', '=', deployment.team_id).where('user_id', '=', caller.userId).executeTakeFirst();
+  if (!member) throw new AppError(403, PRIVATE_APP_MESSAGE);
+}
+
+/** Who pays: the deployment's team for schedule and OAuth callers, the key's team for API keys. */
+const payingTeam = (deployment: DeploymentRow, caller: RunCaller) => (caller.kind === 'api-key' ? caller.teamId : deployment.team_id);
+
+export interface StartedRun {
+  runId: string;
+  documentId: string;
+  /** Settles once Temporal has the workflow (or the failure has been recorded as the run's end). */
+  started: Promise<void>;
+}
+
+/**
+ * Validates, checks credits, records the run and its `run_start` event, then starts `app-run-<id>`.
+ * Nothing is written when a check fails.
+ */
+export async function startRun(deps: { db: Database; temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void }, request: {
+  deployment: DeploymentRow; caller: RunCaller; inputs: Record<string, unknown>; trace: boolean; timeoutSeconds: number | null;
+}): Promise<StartedRun> {
+  const { db } = deps;
+  const { deployment, caller } = request;
+  const problems = validateRunInputs(deployment.api_schema as { inputs: ApiSchemaField[] }, request.inputs);
+  if (problems.length > 0) throw new AppError(400, 'Input validation failed', 'Input validation failed', { details: problems });
+  if (caller.kind === 'api-key') assertWithinCreditLimit(caller);
+  const teamId = payingTeam(deployment, caller);
+  const runId = newId();
+  const source = caller.kind === 'schedule' ? { source: 'schedule', schedule_id: caller.scheduleId } : { source: 'api' };
+  const inputs = withTrigger(request.inputs, source, new Date());
+  const apiKeyId = caller.kind === 'api-key' ? caller.apiKeyId : null;
+  await db.transaction().execute(async (trx) => {
+    // The charge and the run row commit together: no run without its charge, no charge without a run.
+    const charged = await trx.updateTable('credit_balances')
+      .set({ balance_milli: sql`balance_milli - ${RUN_BASE_COST_MILLI}`, updated_at: sql`now()` as never })
+      .where('team_id', '=', teamId).where('balance_milli', '>=', RUN_BASE_COST_MILLI)
+      .executeTakeFirst();
+    if (charged.numUpdatedRows === 0n) throw new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
+    await trx.insertInto('runs').values({
+      id: runId, deployment_id: deployment.id, document_id: deployment.document_id, team_id: teamId,
+      trigger_source: caller.kind, api_key_id: apiKeyId, user_id: caller.kind === 'schedule' ? null : caller.userId,
+      inputs: JSON.stringify(inputs), timeout_seconds: request.timeoutSeconds,
+    }).execute();
+    await trx.insertInto('credit_transactions').values({
+      id: newId(), team_id: teamId, amount_milli: -RUN_BASE_COST_MILLI, reason: 'run', reference: `run:${runId}`, created_by: null,
+    }).execute();
+    if (apiKeyId) {
+      await trx.updateTable('api_keys').set({ usage_credits: sql`usage_credits + ${RUN_BASE_COST_MILLI}`, last_used_at: sql`now()` as never })
+        .where('id', '=', apiKeyId).execute();
+    }
+  });
+  // Written here, not by the workflow, so the first streamed byte never waits for Temporal.
+  await appendRunEvents(db, runId, [{ key: 'run_start', event: { type: 'run_start', runId, documentId: deployment.document_id } }]);
+  // Not awaited: the caller streams run_start at once; a start that fails ends the run with run_error.
+  const started = deps.temporal.workflow.start('appRunWorkflow', {
+    taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix),
+    workflowId: workflowIds.appRun(runId),
+    args: [{ runId, trace: request.trace, timeoutSeconds: request.timeoutSeconds }],
+  }).then(() => undefined, async (error: unknown) => {
+    deps.onStartFailure?.(runId, error as Error);
+    await db.updateTable('runs').set({ status: 'failed', error: 'could not start the run', finished_at: sql`now()` as never })
+      .where('id', '=', runId).where('status', '=', 'running').execute();
+    await appendRunEvents(db, runId, [{ key: 'run_error', event: { type: 'run_error', runId, error: 'The run could not be started', executionStatus: 'failed' } }]);
+  }).catch((error: unknown) => deps.onStartFailure?.(runId, error as Error));
+  return { runId, documentId: deployment.document_id, started };
+}

@@ -1,0 +1,78 @@
+import { sql } from 'kysely';
+import type { Database } from '../db/client.js';
+import type { RunStatus } from '../db/types.js';
+
+// Kysely queries only, for the signed-in user's run list and details (GET /runs, GET /runs/:runId).
+// A user sees the runs recorded against (paid by) an active team they are a member of.
+
+export interface RunListRow {
+  id: string;
+  deployment_id: string;
+  document_id: string;
+  team_id: string;
+  trigger_source: string;
+  status: RunStatus;
+  error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+  version_major: number;
+  version_minor: number;
+  document_name: string;
+  /** `created_at` in UTC with microseconds, exactly as stored: the keyset cursor's first half. */
+  created_at_exact: string;
+}
+
+export interface RunDetailRow extends RunListRow {
+  inputs: unknown;
+  result: unknown;
+}
+
+/** Keyset position: the last row of the previous page. */
+export interface RunCursor { createdAt: string; id: string }
+
+export interface ListRunsQuery {
+  userId: string;
+  limit: number;
+  cursor?: RunCursor;
+  offset?: number;
+  deploymentId?: string;
+  documentId?: string;
+  teamId?: string;
+  status?: RunStatus;
+}
+
+function runsOfUser(db: Database, userId: string) {
+  return db.selectFrom('runs as r')
+    .innerJoin('deployments as dp', 'dp.id', 'r.deployment_id')
+    .innerJoin('documents as d', 'd.id', 'r.document_id')
+    .where('r.team_id', 'in', (eb) => eb.selectFrom('team_members as m')
+      .innerJoin('teams as t', 't.id', 'm.team_id')
+      .select('m.team_id')
+      .where('m.user_id', '=', userId).where('t.deleted_at', 'is', null))
+    .select([
+      'r.id', 'r.deployment_id', 'r.document_id', 'r.team_id', 'r.trigger_source', 'r.status', 'r.error',
+      'r.created_at', 'r.finished_at', 'dp.version_major', 'dp.version_minor', 'd.name as document_name',
+      sql<string>`to_char(r.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('created_at_exact'),
+    ]);
+}
+
+/** Newest first (`created_at`, then `id`, both descending); `limit` rows at most. */
+export async function listRunsOfUser(db: Database, query: ListRunsQuery): Promise<RunListRow[]> {
+  let q = runsOfUser(db, query.userId);
+  if (query.deploymentId) q = q.where('r.deployment_id', '=', query.deploymentId);
+  if (query.documentId) q = q.where('r.document_id', '=', query.documentId);
+  if (query.teamId) q = q.where('r.team_id', '=', query.teamId);
+  if (query.status) q = q.where('r.status', '=', query.status);
+  if (query.cursor) {
+    const { createdAt, id } = query.cursor;
+    q = q.where(sql<boolean>`(r.created_at, r.id) < (${createdAt}::timestamptz, ${id}::uuid)`);
+  }
+  q = q.orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(query.limit);
+  if (query.offset) q = q.offset(query.offset);
+  return q.execute();
+}
+
+/** One run of a team the user belongs to, or undefined (missing and foreign runs alike). */
+export async function findRunOfUser(db: Database, userId: string, runId: string): Promise<RunDetailRow | undefined> {
+  return runsOfUser(db, userId).select(['r.inputs', 'r.result']).where('r.id', '=', runId).executeTakeFirst();
+}

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import type { Graph } from '../../shared/app-runs/graph.js';
+import { evaluateBlock, evaluateJsonata, renderTemplate, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
+
+const graph: Graph = {
+  blocks: [
+    { id: 'q', type: 'input', name: 'name', config: { valueType: 'string' } },
+    { id: 'n', type: 'input', name: 'n', config: { valueType: 'number', default: 1 } },
+    { id: 'x', type: 'transform', name: 'shape', config: { expression: "{ 'greeting': 'hello ' & $q, 'n': $n * 2 }" } },
+  ],
+  edges: [],
+};
+
+function contextWith(outputs: Record<string, unknown>, trigger: unknown = { source: 'api' }): EvaluationContext {
+  return { graph, outputs: new Map(Object.entries(outputs)), trigger };
+}
+
+describe('templates', () => {
+  const context = contextWith({ q: 'Ada', n: 21, x: { greeting: 'hello Ada', nested: { deep: [1, 2] } } });
+
+  it('keeps the referenced value unchanged when the template is exactly one reference', () => {
+    expect(renderTemplate('{{x}}', context)).toEqual({ greeting: 'hello Ada', nested: { deep: [1, 2] } });
+    expect(renderTemplate('{{ n }}', context)).toBe(21);
+    expect(renderTemplate('{{x.nested.deep}}', context)).toEqual([1, 2]);
+  });
+
+  it('stringifies when references are mixed with text', () => {
+    expect(renderTemplate('Hi {{q}}, n={{n}}', context)).toBe('Hi Ada, n=21');
+    expect(renderTemplate('ctx: {{x.nested}}', context)).toBe('ctx: {"deep":[1,2]}');
+    expect(renderTemplate('{{q}}{{q}}', context)).toBe('AdaAda');
+  });
+
+  it('follows paths, and yields null / empty text for what does not exist', () => {
+    expect(renderTemplate('{{x.greeting}}', context)).toBe('hello Ada');
+    expect(renderTemplate('{{x.nested.deep.1}}', context)).toBe(2);
+    expect(renderTemplate('{{x.missing.deeper}}', context)).toBeNull();
+    expect(renderTemplate('[{{x.missing}}]', context)).toBe('[]');
+    expect(renderTemplate('{{nobody}}', context)).toBeNull();
+  });
+
+  it('falls back to a block name when no block has that id', () => {
+    expect(renderTemplate('{{name}} / {{shape.greeting}}', context)).toBe('Ada / hello Ada');
+  });
+
+  it('reads the trigger context', () => {
+    expect(renderTemplate('from {{_trigger.source}}', context)).toBe('from api');
+    expect(renderTemplate('{{_trigger}}', context)).toEqual({ source: 'api' });
+  });
+});
+
+describe('JSONata', () => {
+  const context = contextWith({ q: 'Ada', n: 21 }, { source: 'schedule', schedule_id: 's1' });
+
+  it('binds outputs by id, by name, and _trigger', async () => {
+    expect(await evaluateJsonata("{ 'greeting': 'hello ' & $q, 'n': $n * 2 }", context)).toEqual({ greeting: 'hello Ada', n: 42 });
+    expect(await evaluateJsonata('$name & "!"', context)).toBe('Ada!');
+    expect(await evaluateJsonata('$_trigger.source', context)).toBe('schedule');
+  });
+
+  it('returns plain JSON: sequences become arrays, nothing becomes null', async () => {
+    const result = await evaluateJsonata('[1,2,3].($ * 2)', context);
+    expect(result).toEqual([2, 4, 6]);
+    expect(Object.keys(result as object)).toEqual(['0', '1', '2']);
+    expect(await evaluateJsonata('$nothing', context)).toBeNull();
+  });
+
+  it('fails with the JSONata message', async () => {
+    await expect(evaluateJsonata('$q + 1', context)).rejects.toThrow(/JSONata: .*T2001/);
+    await expect(evaluateJsonata('{ broken', context)).rejects.toThrow(/JSONata:/);
+  });
+
+  it('coerces like $boolean', () => {
+    expect([true, 1, 'x', [0, 1], { a: 1 }].map(toBoolean)).toEqual([true, true, true, true, true]);
+    expect([false, 0, '', [], {}, null, undefined, [false]].map(toBoolean)).toEqual([false, false, false, false, false, false, false, false]);
+  });
+});
+
+describe('blocks', () => {
+  it('reads inputs by name, then id, then default, else null', async () => {
+    const context = contextWith({});
+    const [q, n] = graph.blocks as [Graph['blocks'][0], Graph['blocks'][0]];
+    expect(await evaluateBlock(q, context, { name: 'Ada', q: 'by id' })).toBe('Ada');
+    expect(await evaluateBlock(q, context, { q: 'by id' })).toBe('by id');
+    expect(await evaluateBlock(q, context, {})).toBeNull();
+    expect(await evaluateBlock(n, context, {})).toBe(1);
+    expect(await evaluateBlock(n, context, { n: 0 })).toBe(0);
+  });
+
+  it('evaluates conditions to booleans and outputs as templates or =JSONata', async () => {
+    const context = contextWith({ n: 21 });
+    expect(await evaluateBlock({ id: 'c', type: 'condition', name: '', config: { expression: '$n > 20' } }, context, {})).toBe(true);
+    expect(await evaluateBlock({ id: 'c', type: 'condition', name: '', config: { expression: '$n' } }, context, {})).toBe(true);
+    expect(await evaluateBlock({ id: 'o', type: 'output', name: '', config: { value: '{{n}}' } }, context, {})).toBe(21);
+    expect(await evaluateBlock({ id: 'o', type: 'output', name: '', config: { value: '=$n + 1' } }, context, {})).toBe(22);
+  });
+
+  it('refuses block types the engine does not run yet, and invalid configs', async () => {
+    const context = contextWith({});
+    await expect(evaluateBlock({ id: 'l', type: 'llm', name: '', config: { model: 'm', prompt: 'p' } }, context, {}))
+      .rejects.toThrow("block type 'llm' is not supported by the run engine yet");
+    await expect(evaluateBlock({ id: 't', type: 'transform', name: '', config: {} }, context, {})).rejects.toThrow(/invalid transform config/);
+  });
+});
+
+describe('sanitizeError', () => {
+  it('is one line and at most 500 characters', () => {
+    expect(sanitizeError('a\n\tb  c')).toBe('a b c');
+    const long = sanitizeError('x'.repeat(2000));
+    expect(long).toHaveLength(500);
+    expect(long.endsWith('…')).toBe(true);
+  });
+});

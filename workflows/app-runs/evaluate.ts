@@ -1,0 +1,142 @@
+import jsonata from 'jsonata';
+import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from '../../shared/app-runs/graph.js';
+
+// Pure evaluation of the blocks that run inside workflow code (input, template, condition,
+// transform, output). No I/O and no clocks: the same graph, inputs and outputs give the same result
+// on every replay.
+
+/** What a block can read: the graph (for name fallback), the outputs so far (by block id), the trigger. */
+export interface EvaluationContext {
+  graph: Graph;
+  outputs: ReadonlyMap<string, unknown>;
+  trigger: unknown;
+}
+
+/** A block that cannot produce an output; its message becomes the `block_error` event. */
+export class BlockFailure extends Error {
+  override readonly name = 'BlockFailure';
+}
+
+// Same shape as the references `referencesOf` finds in templates (shared/app-runs/graph.ts).
+const TEMPLATE_REF = /\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
+const SINGLE_TEMPLATE_REF = /^\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+)*)\s*\}\}$/;
+
+/** A reference root: `_trigger`, a block id, or (older documents) a block name. */
+export function lookupRoot(context: EvaluationContext, root: string): unknown {
+  if (root === '_trigger') return context.trigger;
+  const block = resolveReference(context.graph, root);
+  return block ? context.outputs.get(block.id) : undefined;
+}
+
+function followPath(value: unknown, path: string[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
+
+function textOf(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/**
+ * `{{ref}}` / `{{ref.path.to}}`. A template that is exactly one reference yields the referenced value
+ * unchanged (any JSON; null when it names nothing); otherwise a string, objects JSON-stringified.
+ */
+export function renderTemplate(template: string, context: EvaluationContext): unknown {
+  const single = SINGLE_TEMPLATE_REF.exec(template);
+  const resolve = (root: string, dotted: string) => followPath(lookupRoot(context, root), dotted ? dotted.slice(1).split('.') : []);
+  if (single) return resolve(single[1]!, single[2] ?? '') ?? null;
+  return template.replace(TEMPLATE_REF, (_match, root: string, dotted: string) => textOf(resolve(root, dotted)));
+}
+
+/** Variables of a JSONata expression: every output by name (older documents), then by id (ids win), and `_trigger`. */
+export function jsonataBindings(context: EvaluationContext): Record<string, unknown> {
+  const bindings: Record<string, unknown> = {};
+  for (const block of context.graph.blocks) {
+    if (block.name && context.outputs.has(block.id) && !(block.name in bindings)) bindings[block.name] = context.outputs.get(block.id);
+  }
+  for (const [id, output] of context.outputs) bindings[id] = output;
+  bindings._trigger = context.trigger;
+  return bindings;
+}
+
+// Guardrails that work without a clock (JSONata's own `timeout` reads Date.now, frozen in workflows).
+const JSONATA_LIMITS = { stack: 500, sequence: 200_000 };
+
+/** Evaluates JSONata; the result is plain JSON (undefined → null, JSONata sequences → arrays). */
+export async function evaluateJsonata(expression: string, context: EvaluationContext): Promise<unknown> {
+  let result: unknown;
+  try {
+    const bindings = jsonataBindings(context);
+    result = await jsonata(expression, JSONATA_LIMITS as jsonata.JsonataOptions).evaluate(bindings, bindings);
+  } catch (error) {
+    throw new BlockFailure(`JSONata: ${errorMessage(error)}`);
+  }
+  return result === undefined ? null : (JSON.parse(JSON.stringify(result) ?? 'null') as unknown);
+}
+
+/** JSONata's `$boolean` rules, so a condition reads the way JSONata authors expect. */
+export function toBoolean(value: unknown): boolean {
+  if (value === null || value === undefined) return false;
+  if (Array.isArray(value)) return value.some(toBoolean);
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  if (typeof value === 'string') return value.length > 0;
+  if (typeof value === 'number') return value !== 0 && !Number.isNaN(value);
+  return Boolean(value);
+}
+
+/** An input block's value: by name, then by id, then the configured default; null when absent. */
+export function inputValue(block: Block, inputs: Record<string, unknown>): unknown {
+  const config = configOf(block as Block & { type: 'input' });
+  return inputs[block.name] ?? inputs[block.id] ?? config.default ?? null;
+}
+
+/** Runs one pure block. Throws `BlockFailure` for anything the block cannot do. */
+export async function evaluateBlock(block: Block, context: EvaluationContext, inputs: Record<string, unknown>): Promise<unknown> {
+  const parse = <T>(read: () => T): T => {
+    try {
+      return read();
+    } catch (error) {
+      throw new BlockFailure(`invalid ${block.type} config: ${errorMessage(error)}`);
+    }
+  };
+  switch (block.type) {
+    case 'input':
+      return parse(() => inputValue(block, inputs));
+    case 'template':
+      return renderTemplate(parse(() => configOf(block as Block & { type: 'template' })).template, context);
+    case 'condition':
+      return toBoolean(await evaluateJsonata(parse(() => configOf(block as Block & { type: 'condition' })).expression, context));
+    case 'transform':
+      return evaluateJsonata(parse(() => configOf(block as Block & { type: 'transform' })).expression, context);
+    case 'output': {
+      const { value } = parse(() => configOf(block as Block & { type: 'output' }));
+      return isJsonataValue(value) ? evaluateJsonata(value.slice(1), context) : renderTemplate(value, context);
+    }
+    default:
+      throw new BlockFailure(`block type '${block.type}' is not supported by the run engine yet`);
+  }
+}
+
+/** A message fit for callers: one line, no stack, at most 500 characters. */
+export function sanitizeError(message: string, limit = 500): string {
+  // eslint-disable-next-line no-control-regex
+  const oneLine = message.replace(/[\u0000-\u001f\u007f]+/g, ' ').replace(/\s+/g, ' ').trim() || 'unknown error';
+  return oneLine.length <= limit ? oneLine : `${oneLine.slice(0, limit - 1)}…`;
+}
+
+/** JSONata throws plain objects with `message`/`code`; everything else is an Error or a value. */
+export function errorMessage(error: unknown): string {
+  if (error && typeof error === 'object') {
+    const { message, code } = error as { message?: unknown; code?: unknown };
+    if (typeof message === 'string' && message) return typeof code === 'string' ? `${message} (${code})` : message;
+    if (typeof code === 'string') return `error ${code}`;
+  }
+  return String(error);
+}

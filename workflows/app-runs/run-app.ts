@@ -1,0 +1,148 @@
+import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import type { Activities } from '../../activities/index.js';
+import type { KeyedRunEvent, RunOutcome, RunPlan } from '../../activities/app-runs/run-events.js';
+import type { Session } from '../../shared/app-runs/events.js';
+import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
+import type { RunStatus } from '../../shared/db/types.js';
+import { databaseActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
+import { errorMessage, evaluateBlock, sanitizeError, type EvaluationContext } from './evaluate.js';
+import { initialWalkState, takeReadyBlocks } from './schedule.js';
+import { buildGlobalCtx } from './trace.js';
+
+const { loadRunPlan } = proxyActivities<Activities>(databaseActivity);
+const { appendRunEvents, finishRun } = proxyLocalActivities<Activities>(runEventsLocalActivity);
+
+export interface AppRunInput {
+  runId: string;
+  /** trace=full: the run_complete event carries `globalCtx`. */
+  trace: boolean;
+  timeoutSeconds: number | null;
+}
+
+export interface AppRunResult {
+  runId: string;
+  /** The `runs` row's final status. */
+  status: RunStatus;
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * Runs one published app (`app-run-<runId>`). The API has already inserted the `runs` row and
+ * appended `run_start`; this walks the graph, appends every other event (one local activity per
+ * step), and ends with exactly one terminal event written together with the final `runs` row.
+ */
+export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> {
+  const { runId } = input;
+  const finish = async (outcome: RunOutcome): Promise<AppRunResult> => {
+    const { status } = await CancellationScope.nonCancellable(() => finishRun({ runId, outcome }));
+    return { runId, status };
+  };
+
+  const walkScope = new CancellationScope();
+  const walking = walkScope.run(async () => walkGraph(input, await loadRunPlan(runId)));
+  let outcome: RunOutcome | typeof TIMED_OUT;
+  try {
+    outcome = await raceTimeout(walking, walkScope, input.timeoutSeconds);
+  } catch (error) {
+    if (isCancellation(error)) {
+      await finish({ status: 'cancelled', error: 'The run was cancelled' });
+      throw error;
+    }
+    // An activity that kept failing: the run still ends with its one terminal event.
+    await finish({ status: 'failed', error: 'The run failed because of an internal error' });
+    throw error;
+  }
+  if (outcome === TIMED_OUT) return finish({ status: 'timed_out', error: `The run did not finish within ${input.timeoutSeconds} seconds` });
+  return finish(outcome);
+}
+
+/** The walk's result, or TIMED_OUT (the walk is then cancelled) once `timeoutSeconds` have passed. */
+async function raceTimeout<T>(work: Promise<T>, workScope: CancellationScope, timeoutSeconds: number | null): Promise<T | typeof TIMED_OUT> {
+  if (timeoutSeconds === null || !(timeoutSeconds > 0)) return work;
+  const timerScope = new CancellationScope();
+  const timer = timerScope.run(() => sleep(timeoutSeconds * 1000)).then((): typeof TIMED_OUT => TIMED_OUT);
+  try {
+    const first = await Promise.race([work, timer]);
+    if (first === TIMED_OUT) {
+      work.catch(() => undefined);
+      workScope.cancel();
+    }
+    return first;
+  } finally {
+    timerScope.cancel();
+    timer.catch(() => undefined);
+  }
+}
+
+/**
+ * Runs every block once its predecessors have settled; blocks that become ready together run
+ * concurrently. Events are appended in one local activity whenever the walk has to wait (or ends).
+ * A failed block stops further scheduling; the run then fails.
+ */
+async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<RunOutcome> {
+  const { graph, inputs } = plan;
+  const trigger = inputs._trigger ?? null;
+  const state = initialWalkState(graph);
+  const context: EvaluationContext = { graph, outputs: state.outputs, trigger };
+  const sessions: Session[] = [];
+  let pending: KeyedRunEvent[] = [];
+  // Set from runBlock; typed by assertion because TypeScript does not see closures assign it.
+  let failure = null as { blockId: string; error: string } | null;
+
+  const runBlock = async (block: Block): Promise<void> => {
+    const streamed = streamedBlockTypes.has(block.type);
+    if (streamed) pending.push({ key: `${block.id}:block_start`, event: { type: 'block_start', blockId: block.id, blockType: block.type } });
+    try {
+      const output = await evaluateBlock(block, context, inputs);
+      state.outputs.set(block.id, output);
+      state.status.set(block.id, 'completed');
+      if (streamed) {
+        pending.push(
+          { key: `${block.id}:block_complete`, event: { type: 'block_complete', blockId: block.id, output } },
+          { key: `${block.id}:block_end`, event: { type: 'block_end', blockId: block.id } },
+        );
+        sessions.push({ blockId: block.id, blockType: block.type, blockName: block.name, status: 'completed', output });
+      }
+    } catch (error) {
+      state.status.set(block.id, 'failed');
+      const message = sanitizeError(errorMessage(error));
+      pending.push({ key: `${block.id}:block_error`, event: { type: 'block_error', blockId: block.id, error: message } });
+      failure ??= { blockId: block.id, error: message };
+    }
+  };
+
+  const inFlight = new Map<string, Promise<void>>();
+  for (;;) {
+    const ready = failure ? [] : takeReadyBlocks(graph, state);
+    for (const block of ready) {
+      state.status.set(block.id, 'running');
+      inFlight.set(block.id, runBlock(block).then(() => void inFlight.delete(block.id)));
+    }
+    if (ready.length > 0) {
+      await Promise.race(inFlight.values());
+      continue;
+    }
+    // Nothing new can start. Pure blocks settle inside workflow code, so a chain of them was walked
+    // without a round trip per block; now write the events gathered so far, then look again
+    // (blocks may have settled meanwhile) or wait for work in flight.
+    if (pending.length > 0) {
+      const events = pending;
+      pending = [];
+      const { runOpen } = await appendRunEvents({ runId: input.runId, events });
+      // Finished elsewhere: the final write is a no-op and reports the row's status.
+      if (!runOpen) return { status: 'cancelled', error: 'The run was finished elsewhere' };
+      continue;
+    }
+    if (inFlight.size === 0) break;
+    await Promise.race(inFlight.values());
+  }
+
+  if (failure) return { status: 'failed', error: sanitizeError(`Block '${failure.blockId}' failed: ${failure.error}`) };
+  let completedBlocks = 0;
+  for (const status of state.status.values()) if (status === 'completed') completedBlocks += 1;
+  return {
+    status: 'completed', sessions, completedBlocks,
+    ...(input.trace ? { globalCtx: buildGlobalCtx(state.outputs, trigger) } : {}),
+  };
+}
