@@ -14,3 +14,19 @@ export const runEventsLocalActivity: LocalActivityOptions = {
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 8 },
 };
+
+/** `http` blocks: one request with redirects, 30 s each; network errors retried, refusals are not. */
+export const httpBlockActivity: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
+};
+
+/**
+ * `llm` blocks stream for a while: the activity heartbeats as chunks arrive, so a worker that dies
+ * mid-generation is noticed within the heartbeat timeout and the block is retried on another worker.
+ */
+export const llmBlockActivity: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 3 },
+};

@@ -57,6 +57,8 @@ const payingTeam = (deployment: DeploymentRow, caller: RunCaller) => (caller.kin
 
 export interface StartedRun {
   runId: string;
+  /** True when an Idempotency-Key repeat returned an earlier run instead of starting one. */
+  replayed: boolean;
   documentId: string;
   /** Settles once Temporal has the workflow (or the failure has been recorded as the run's end). */
   started: Promise<void>;
@@ -68,9 +70,16 @@ export interface StartedRun {
  */
 export async function startRun(deps: { db: Database; temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void }, request: {
   deployment: DeploymentRow; caller: RunCaller; inputs: Record<string, unknown>; trace: boolean; timeoutSeconds: number | null;
+  /** `Idempotency-Key` and a hash of what was asked: a repeat within 24 h gets the same run. */
+  idempotency?: { key: string; requestHash: string };
 }): Promise<StartedRun> {
   const { db } = deps;
   const { deployment, caller } = request;
+  const idempotency = request.idempotency && { ...request.idempotency, scope: idempotencyScope(caller) };
+  if (idempotency) {
+    const earlier = await findIdempotentRun(db, idempotency);
+    if (earlier) return { runId: earlier, replayed: true, documentId: deployment.document_id, started: Promise.resolve() };
+  }
   const problems = validateRunInputs(deployment.api_schema as { inputs: ApiSchemaField[] }, request.inputs);
   if (problems.length > 0) throw new AppError(400, 'Input validation failed', 'Input validation failed', { details: problems });
   if (caller.kind === 'api-key') assertWithinCreditLimit(caller);
@@ -79,7 +88,7 @@ export async function startRun(deps: { db: Database; temporal: Client; taskQueue
   const source = caller.kind === 'schedule' ? { source: 'schedule', schedule_id: caller.scheduleId } : { source: 'api' };
   const inputs = withTrigger(request.inputs, source, new Date());
   const apiKeyId = caller.kind === 'api-key' ? caller.apiKeyId : null;
-  await db.transaction().execute(async (trx) => {
+  const recordRun = () => db.transaction().execute(async (trx) => {
     // The charge and the run row commit together: no run without its charge, no charge without a run.
     const charged = await trx.updateTable('credit_balances')
       .set({ balance_milli: sql`balance_milli - ${RUN_BASE_COST_MILLI}`, updated_at: sql`now()` as never })
@@ -94,11 +103,27 @@ export async function startRun(deps: { db: Database; temporal: Client; taskQueue
     await trx.insertInto('credit_transactions').values({
       id: newId(), team_id: teamId, amount_milli: -RUN_BASE_COST_MILLI, reason: 'run', reference: `run:${runId}`, created_by: null,
     }).execute();
+    if (idempotency) {
+      const claimed = await trx.insertInto('run_idempotency_keys')
+        .values({ scope: idempotency.scope, key: idempotency.key, request_hash: idempotency.requestHash, run_id: runId })
+        .onConflict((oc) => oc.columns(['scope', 'key']).doNothing()).executeTakeFirst();
+      // Another request with the same key won the race: roll back this run and answer with that one.
+      if (claimed.numInsertedOrUpdatedRows === 0n) throw new IdempotentReplay();
+    }
     if (apiKeyId) {
       await trx.updateTable('api_keys').set({ usage_credits: sql`usage_credits + ${RUN_BASE_COST_MILLI}`, last_used_at: sql`now()` as never })
         .where('id', '=', apiKeyId).execute();
     }
   });
+  try {
+    await recordRun();
+  } catch (error) {
+    if (!(error instanceof IdempotentReplay) || !idempotency) throw error;
+    const winner = await findIdempotentRun(db, idempotency);
+    if (!winner) throw error;
+    return { runId: winner, replayed: true, documentId: deployment.document_id, started: Promise.resolve() };
+  }
+
   // Written here, not by the workflow, so the first streamed byte never waits for Temporal.
   await appendRunEvents(db, runId, [{ key: 'run_start', event: { type: 'run_start', runId, documentId: deployment.document_id } }]);
   // Not awaited: the caller streams run_start at once; a start that fails ends the run with run_error.
@@ -112,5 +137,35 @@ export async function startRun(deps: { db: Database; temporal: Client; taskQueue
       .where('id', '=', runId).where('status', '=', 'running').execute();
     await appendRunEvents(db, runId, [{ key: 'run_error', event: { type: 'run_error', runId, error: 'The run could not be started', executionStatus: 'failed' } }]);
   }).catch((error: unknown) => deps.onStartFailure?.(runId, error as Error));
-  return { runId, documentId: deployment.document_id, started };
+  return { runId, replayed: false, documentId: deployment.document_id, started };
+}
+
+class IdempotentReplay extends Error {}
+
+const IDEMPOTENCY_WINDOW_HOURS = 24;
+
+function idempotencyScope(caller: RunCaller): string {
+  switch (caller.kind) {
+    case 'api-key': return `api-key:${caller.apiKeyId}`;
+    case 'oauth': return `oauth:${caller.userId}:${caller.clientId}`;
+    case 'schedule': return `schedule:${caller.scheduleId}`;
+  }
+}
+
+/**
+ * The run an earlier request with this key started, within the window; 409 when the key comes back
+ * with a different request. An expired key is released for reuse.
+ */
+async function findIdempotentRun(db: Database, k: { scope: string; key: string; requestHash: string }): Promise<string | null> {
+  const row = await db.selectFrom('run_idempotency_keys').select(['run_id', 'request_hash', 'created_at'])
+    .where('scope', '=', k.scope).where('key', '=', k.key).executeTakeFirst();
+  if (!row) return null;
+  if (row.created_at.getTime() < Date.now() - IDEMPOTENCY_WINDOW_HOURS * 3_600_000) {
+    await db.deleteFrom('run_idempotency_keys').where('scope', '=', k.scope).where('key', '=', k.key).where('run_id', '=', row.run_id).execute();
+    return null;
+  }
+  if (row.request_hash !== k.requestHash) {
+    throw new AppError(409, 'idempotency_key_reused', 'This Idempotency-Key was used for a different request in the last 24 hours');
+  }
+  return row.run_id;
 }

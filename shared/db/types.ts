@@ -251,6 +251,14 @@ export interface FilesTable {
   deleted_at: NullableTimestamp;
 }
 
+export interface RunIdempotencyKeysTable {
+  scope: string;
+  key: string;
+  request_hash: string;
+  run_id: string;
+  created_at: Timestamp;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -272,6 +280,7 @@ export interface DB {
   deployments: DeploymentsTable;
   runs: RunsTable;
   run_events: RunEventsTable;
+  run_idempotency_keys: RunIdempotencyKeysTable;
   files: FilesTable;
 }
 

@@ -88,6 +88,31 @@ describe('POST /api/released-app/:deploymentId/run and /d/:documentId/run', () =
     expect(usage.usage_credits).toBe(RUN_BASE_COST_MILLI);
   });
 
+  it('Idempotency-Key: a repeat returns the same run (charged once); another body is 409', async () => {
+    const { deploymentId } = await publish(exampleGraph);
+    const post = (body: object, key: string, token = apiKey) => stack.app.inject({
+      method: 'POST', url: `/api/released-app/${deploymentId}/run`, payload: body,
+      headers: { authorization: `Bearer ${token}`, 'idempotency-key': key },
+    });
+    const key = `k-${randomUUID()}`;
+    const body = { inputs: { name: 'Ada' }, stream: false };
+    const results = await Promise.all([post(body, key), post(body, key), post(body, key)]);
+    const ids = new Set(results.map((r) => r.json().runId));
+    expect(ids.size).toBe(1);
+    const [runId] = [...ids] as string[];
+    expect(results.every((r) => r.json().status === 'completed')).toBe(true);
+    const charges = await stack.db.selectFrom('credit_transactions').select('id').where('reference', '=', `run:${runId}`).execute();
+    expect(charges).toHaveLength(1);
+    const before = await runCount();
+    const conflict = await post({ inputs: { name: 'Grace' }, stream: false }, key);
+    expect([conflict.statusCode, conflict.json().error]).toEqual([409, 'idempotency_key_reused']);
+    expect(await runCount()).toBe(before);
+    const otherKey = (await make.apiKey(teamId, ownerId)).token;
+    expect((await post(body, key, otherKey)).json().runId).not.toBe(runId); // keys are scoped per credential
+    const bad = await post(body, 'has spaces in it');
+    expect([bad.statusCode, bad.json().error]).toEqual([400, 'invalid_idempotency_key']);
+  });
+
   it('trace=full adds globalCtx', async () => {
     const { deploymentId } = await publish(exampleGraph);
     const res = await run(`/api/released-app/${deploymentId}/run`, apiKey, { inputs: { name: 'Ada' }, stream: false }, '?trace=full');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { evaluateBlock, evaluateJsonata, renderTemplate, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
+import { evaluateBlock, evaluateJsonata, renderTemplate, resolveIoBlock, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
 
 const graph: Graph = {
   blocks: [
@@ -108,5 +108,31 @@ describe('sanitizeError', () => {
     const long = sanitizeError('x'.repeat(2000));
     expect(long).toHaveLength(500);
     expect(long.endsWith('…')).toBe(true);
+  });
+});
+
+describe('resolveIoBlock: templates of I/O blocks are rendered in workflow code', () => {
+  const graph: Graph = {
+    blocks: [
+      { id: 'q', type: 'input', name: 'question', config: { valueType: 'string' } },
+      { id: 'ask', type: 'llm', name: 'ask', config: { model: 'm1', prompt: 'Answer: {{q}}', system: 'Be brief about {{_trigger.source}}', temperature: 0.2 } },
+      { id: 'call', type: 'http', name: 'call', config: { method: 'POST', url: 'http://example.test/{{q}}', headers: { 'x-q': '{{q}}' }, body: '{{q}}' } },
+    ],
+    edges: [],
+  };
+  const context = { graph, outputs: new Map<string, unknown>([['q', 'why']]), trigger: { source: 'api' } };
+
+  it('llm: prompt and system rendered, options passed', () => {
+    expect(resolveIoBlock(graph.blocks[1]!, context)).toEqual({
+      kind: 'llm', request: { model: 'm1', prompt: 'Answer: why', system: 'Be brief about api', temperature: 0.2 },
+    });
+  });
+  it('http: url, headers and a string body rendered', () => {
+    expect(resolveIoBlock(graph.blocks[2]!, context)).toEqual({
+      kind: 'http', request: { method: 'POST', url: 'http://example.test/why', headers: { 'x-q': 'why' }, body: 'why' },
+    });
+  });
+  it('an invalid config is a block failure', () => {
+    expect(() => resolveIoBlock({ id: 'bad', type: 'llm', name: 'bad', config: { prompt: 'x' } }, context)).toThrow(/invalid llm config/);
   });
 });

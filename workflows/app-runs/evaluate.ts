@@ -1,5 +1,6 @@
 import jsonata from 'jsonata';
 import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from '../../shared/app-runs/graph.js';
+import type { HttpBlockRequest, LlmBlockRequest } from '../../shared/app-runs/io-blocks.js';
 
 // Pure evaluation of the blocks that run inside workflow code (input, template, condition,
 // transform, output). No I/O and no clocks: the same graph, inputs and outputs give the same result
@@ -139,4 +140,35 @@ export function errorMessage(error: unknown): string {
     if (typeof code === 'string') return `error ${code}`;
   }
   return String(error);
+}
+
+/** What an I/O block asks its activity to do, with every template already rendered. */
+export type IoBlockCall =
+  | { kind: 'llm'; request: Omit<LlmBlockRequest, 'runId' | 'blockId'> }
+  | { kind: 'http'; request: Omit<HttpBlockRequest, 'runId' | 'blockId'> };
+
+const asText = (value: unknown): string => (typeof value === 'string' ? value : value === null || value === undefined ? '' : JSON.stringify(value));
+
+/** Renders an `llm` or `http` block's templates in workflow code; the activity gets plain values. */
+export function resolveIoBlock(block: Block, context: EvaluationContext): IoBlockCall {
+  try {
+    if (block.type === 'llm') {
+      const c = configOf(block as Block & { type: 'llm' });
+      return {
+        kind: 'llm',
+        request: {
+          model: c.model, prompt: asText(renderTemplate(c.prompt, context)),
+          ...(c.system !== undefined ? { system: asText(renderTemplate(c.system, context)) } : {}),
+          ...(c.temperature !== undefined ? { temperature: c.temperature } : {}),
+          ...(c.maxTokens !== undefined ? { maxTokens: c.maxTokens } : {}),
+        },
+      };
+    }
+    const c = configOf(block as Block & { type: 'http' });
+    const headers = Object.fromEntries(Object.entries(c.headers ?? {}).map(([k, v]) => [k, asText(renderTemplate(v, context))]));
+    const body = typeof c.body === 'string' ? renderTemplate(c.body, context) : c.body;
+    return { kind: 'http', request: { method: c.method, url: asText(renderTemplate(c.url, context)), headers, body } };
+  } catch (error) {
+    throw new BlockFailure(`invalid ${block.type} config: ${errorMessage(error)}`);
+  }
 }

@@ -2,14 +2,25 @@ import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivitie
 import type { Activities } from '../../activities/index.js';
 import type { KeyedRunEvent, RunOutcome, RunPlan } from '../../activities/app-runs/run-events.js';
 import type { Session } from '../../shared/app-runs/events.js';
+import type { IoBlockActivities } from '../../shared/app-runs/io-blocks.js';
 import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
 import type { RunStatus } from '../../shared/db/types.js';
-import { databaseActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
-import { errorMessage, evaluateBlock, sanitizeError, type EvaluationContext } from './evaluate.js';
+import { databaseActivity, httpBlockActivity, llmBlockActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
+import { errorMessage, evaluateBlock, resolveIoBlock, sanitizeError, type EvaluationContext } from './evaluate.js';
 import { initialWalkState, takeReadyBlocks } from './schedule.js';
 import { buildGlobalCtx } from './trace.js';
 
 const { loadRunPlan } = proxyActivities<Activities>(databaseActivity);
+const { runHttpBlock } = proxyActivities<IoBlockActivities>(httpBlockActivity);
+const { runLlmBlock } = proxyActivities<IoBlockActivities>(llmBlockActivity);
+
+/** An I/O block runs as an activity (retried, durable); its templates were rendered here. */
+async function runIoBlock(runId: string, block: Block, context: EvaluationContext): Promise<unknown> {
+  const call = resolveIoBlock(block, context);
+  return call.kind === 'llm'
+    ? runLlmBlock({ runId, blockId: block.id, ...call.request })
+    : runHttpBlock({ runId, blockId: block.id, ...call.request });
+}
 const { appendRunEvents, finishRun } = proxyLocalActivities<Activities>(runEventsLocalActivity);
 
 export interface AppRunInput {
@@ -94,7 +105,9 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<RunOutcome>
     const streamed = streamedBlockTypes.has(block.type);
     if (streamed) pending.push({ key: `${block.id}:block_start`, event: { type: 'block_start', blockId: block.id, blockType: block.type } });
     try {
-      const output = await evaluateBlock(block, context, inputs);
+      const output = block.type === 'llm' || block.type === 'http'
+        ? await runIoBlock(input.runId, block, context)
+        : await evaluateBlock(block, context, inputs);
       state.outputs.set(block.id, output);
       state.status.set(block.id, 'completed');
       if (streamed) {

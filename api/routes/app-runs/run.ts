@@ -5,6 +5,8 @@ import { z } from 'zod';
 import type { StoredRunEvent } from '../../../shared/app-runs/event-log.js';
 import { ResponseBudget, checkBodySize, checkInputLimits } from '../../../shared/app-runs/limits.js';
 import { assertMayRun, findRunDeployment, startRun, type RunCaller } from '../../../shared/app-runs/run-service.js';
+import { sha256Hex } from '../../../shared/crypto.js';
+import { AppError } from '../../../shared/errors.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 import { eventFrame } from './frames.js';
@@ -22,6 +24,19 @@ type RunBody = z.infer<typeof runBody>;
 const RUN_BODY_CEILING_BYTES = 64 * 1024 * 1024;
 
 const runQuery = z.object({ trace: z.string().optional().describe('`full` adds globalCtx and session errors') });
+
+/**
+ * `Idempotency-Key` (beyond the spec): the same key with the same request within 24 h returns the
+ * first run; with a different request it is 409 `idempotency_key_reused`.
+ */
+function idempotencyOf(request: FastifyRequest, by: object, body: RunBody): { key: string; requestHash: string } | undefined {
+  const key = request.headers['idempotency-key'];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(key)) {
+    throw new AppError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1-200 visible ASCII characters');
+  }
+  return { key, requestHash: sha256Hex(JSON.stringify({ by, body })) };
+}
 
 /** JSON mode (spec §2.20): the run result, built from the terminal event. */
 function jsonResult(runId: string, documentId: string, terminal: StoredRunEvent | undefined) {
@@ -46,12 +61,13 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     const timeoutSeconds = Math.min(Math.ceil(body.timeout ?? maxTimeout), maxTimeout);
     const { inputs: { _trigger: _ignored, ...inputs } } = body;
     checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
+    const idempotency = idempotencyOf(request, by, body);
     const { runId, documentId } = await startRun(
       {
         db: deps.db, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
         onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
       },
-      { deployment, caller, inputs, trace, timeoutSeconds },
+      { deployment, caller, inputs, trace, timeoutSeconds, idempotency },
     );
 
     // A client that goes away stops reading; the run itself goes on (resume with the run id).

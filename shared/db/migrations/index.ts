@@ -3,6 +3,7 @@ import * as foundation from './2026_11_21_0001_foundation.js';
 import * as credentials from './2026_11_21_0002_credentials.js';
 import * as appRuns from './2026_11_21_0003_app_runs.js';
 import * as storage from './2026_11_21_0004_storage.js';
+import * as runIdempotency from './2026_11_21_0005_run_idempotency.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_0002_credentials': credentials,
   '2026_11_21_0003_app_runs': appRuns,
   '2026_11_21_0004_storage': storage,
+  '2026_11_21_0005_run_idempotency': runIdempotency,
 };

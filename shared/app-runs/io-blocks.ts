@@ -1,0 +1,15 @@
+// The contract between the run workflow and the activities behind I/O blocks. The workflow renders
+// every template itself and passes resolved values, so an activity never sees other blocks' data.
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
+
+export interface HttpBlockRequest { runId: string; blockId: string; method: HttpMethod; url: string; headers: Record<string, string>; body: unknown }
+export interface HttpBlockResult { status: number; headers: Record<string, string>; body: unknown }
+
+export interface LlmBlockRequest { runId: string; blockId: string; model: string; prompt: string; system?: string; temperature?: number; maxTokens?: number }
+export interface LlmBlockResult { text: string; usage: { promptTokens: number; completionTokens: number; totalTokens: number } | null }
+
+export interface IoBlockActivities {
+  runHttpBlock(input: HttpBlockRequest): Promise<HttpBlockResult>;
+  runLlmBlock(input: LlmBlockRequest): Promise<LlmBlockResult>;
+}
