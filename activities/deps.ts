@@ -1,3 +1,4 @@
+import type { Config } from '../shared/config.js';
 import type { Database } from '../shared/db/client.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 
@@ -5,4 +6,6 @@ import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 export interface ActivityDeps {
   db: Database;
   settings: SiteSettingsCache;
+  /** The default model provider of `llm` blocks. */
+  config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY'>;
 }

@@ -1,4 +1,6 @@
 import type { ActivityDeps } from './deps.js';
+import { createHttpBlockActivities } from './app-runs/http-block.js';
+import { createLlmBlockActivities } from './app-runs/llm-block.js';
 import { createAppRunActivities } from './app-runs/run-events.js';
 import { createPlatformActivities } from './platform/probes.js';
 
@@ -9,6 +11,8 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createPlatformActivities(deps),
     ...createAppRunActivities(deps),
+    ...createLlmBlockActivities(deps),
+    ...createHttpBlockActivities(deps),
   };
 }
 

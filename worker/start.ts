@@ -28,7 +28,7 @@ export async function startWorkers(options: {
   await listener.start();
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
   const workers = await createWorkers({
-    connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings }, workflowBundle: options.workflowBundle,
+    connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings, config: options.config }, workflowBundle: options.workflowBundle,
     taskQueueSuffix: options.config.TEMPORAL_TASK_QUEUE_SUFFIX,
   });
   const done = workers.run().finally(async () => {

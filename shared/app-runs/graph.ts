@@ -8,12 +8,6 @@ export type BlockType = (typeof blockTypes)[number];
 export const inputValueTypes = ['string', 'number', 'boolean', 'object', 'array', 'pdf', 'file'] as const;
 export type InputValueType = (typeof inputValueTypes)[number];
 
-/**
- * Block types the run engine executes today. Publishing refuses a graph with any other type
- * (`llm` and `http` arrive with their activities), so a published app never fails on a missing block.
- */
-export const runnableBlockTypes: ReadonlySet<BlockType> = new Set(['input', 'template', 'condition', 'transform', 'output']);
-
 /** Block types whose events reach the caller's stream and `sessions[]`; the others are internal. */
 export const streamedBlockTypes: ReadonlySet<BlockType> = new Set(['transform', 'llm', 'http', 'output']);
 

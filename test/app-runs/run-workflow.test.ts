@@ -209,13 +209,13 @@ describe('app run workflow on the real stack', () => {
       expect((await eventsOf(runId)).map((e) => e.event_key)).toEqual(['run_start', 'c:block_error', 'run_error']);
     });
 
-    it('a block type the engine cannot run fails clearly instead of being skipped', async () => {
+    it('an llm block without a configured provider fails clearly, without retrying', async () => {
       const graph: Graph = { blocks: [{ id: 'l', type: 'llm', name: 'ask', config: { model: 'm', prompt: 'hi' } }], edges: [] };
       const runId = await createRun(graph, {});
       expect(await execute({ runId, trace: false, timeoutSeconds: 30 })).toEqual({ runId, status: 'failed' });
       const events = await eventsOf(runId);
       expect(events.map((e) => e.event_key)).toEqual(['run_start', 'l:block_start', 'l:block_error', 'run_error']);
-      expect(events[2]!.payload.error).toBe("block type 'llm' is not supported by the run engine yet");
+      expect(events[2]!.payload.error).toBe('No LLM provider is configured (set LLM_BASE_URL)');
     });
   });
 

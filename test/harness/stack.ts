@@ -40,7 +40,7 @@ export interface TestStack {
  * a Temporal client on the shared dev server, the API built exactly as in production (not
  * listening; use `app.inject` or `app.listen({ port: 0 })`), and a worker on demand.
  */
-export async function createTestStack(): Promise<TestStack> {
+export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promise<TestStack> {
   const id = randomBytes(5).toString('hex');
   const database = `test_${id}`;
   const urlFor = (db: string) => inject('postgresUrlPattern').replace('{db}', db);
@@ -58,6 +58,7 @@ export async function createTestStack(): Promise<TestStack> {
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_TASK_QUEUE_SUFFIX: id,
+    ...overrides,
   };
   const config = loadConfig(env);
   const db = createDb(databaseUrl, { poolSize: 5 });
@@ -80,7 +81,7 @@ export async function createTestStack(): Promise<TestStack> {
     async startWorker() {
       const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
       const set = await createWorkers({
-        connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, settings },
+        connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, settings, config },
         workflowBundle: { codePath: inject('workflowBundlePath') }, taskQueueSuffix: id,
       });
       void set.run();

@@ -1,3 +1,4 @@
+import { ActivityFailure } from '@temporalio/workflow';
 import jsonata from 'jsonata';
 import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from '../../shared/app-runs/graph.js';
 import type { HttpBlockRequest, LlmBlockRequest } from '../../shared/app-runs/io-blocks.js';
@@ -134,6 +135,8 @@ export function sanitizeError(message: string, limit = 500): string {
 
 /** JSONata throws plain objects with `message`/`code`; everything else is an Error or a value. */
 export function errorMessage(error: unknown): string {
+  // An activity's failure arrives wrapped ("Activity task failed"); the cause says what went wrong.
+  if (error instanceof ActivityFailure && error.cause) return errorMessage(error.cause);
   if (error && typeof error === 'object') {
     const { message, code } = error as { message?: unknown; code?: unknown };
     if (typeof message === 'string' && message) return typeof code === 'string' ? `${message} (${code})` : message;

@@ -1,7 +1,7 @@
 import type { Database } from '../../db/client.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
-import { deriveApiSchema, graphSchema, runnableBlockTypes, validateGraph, type Graph, type GraphProblem } from '../graph.js';
+import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from '../graph.js';
 import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../versions.js';
 import * as repo from './repository.js';
 
@@ -145,13 +145,6 @@ export async function publishDocument(
       const document = await repo.findActiveDocument(trx, documentId, { forUpdate: true });
       if (!document) throw documentNotFound();
       const graph = parseGraph(document.graph);
-      const notRunnable = graph.blocks.filter((b) => !runnableBlockTypes.has(b.type));
-      if (notRunnable.length > 0) {
-        throw invalidGraph(
-          notRunnable.map((b) => ({ blockId: b.id, message: `block type '${b.type}' is not available yet` })),
-          'block_type_not_available', 'The graph uses block types that are not available yet',
-        );
-      }
       const versions = (await repo.listAllVersions(trx, document.id)).map(versionOfRow);
       if (requested && versions.some((v) => compareVersions(v, requested) === 0)) throw versionExists(input.version!);
       const version = requested ?? nextMinorVersion(versions);

@@ -1,0 +1,188 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { appendRunEvents } from '../../shared/app-runs/event-log.js';
+import {
+  LLM_IDLE_TIMEOUT_MS, LLM_REQUEST_TIMEOUT_MS, LlmError, streamChatCompletion, type LlmUsage,
+} from '../../shared/app-runs/llm-client.js';
+import type { Database } from '../../shared/db/client.js';
+
+export interface LlmBlockInput {
+  runId: string;
+  blockId: string;
+  model: string;
+  /** Already rendered by the workflow. */
+  prompt: string;
+  system?: string;
+  temperature?: number;
+  maxTokens?: number;
+}
+
+export interface LlmBlockOutput {
+  text: string;
+  usage: LlmUsage | null;
+}
+
+export interface LlmBlockDeps {
+  db: Database;
+  config: { LLM_BASE_URL?: string; LLM_API_KEY?: string };
+  /** Production defaults; tests shorten them. */
+  options?: {
+    /** Whole request. Default 120 s. */
+    requestTimeoutMs?: number;
+    /** No byte from the provider for this long fails the attempt. Default 30 s. */
+    idleTimeoutMs?: number;
+    /** Streamed text is written as one `block_chunk` at least this often… Default 50 ms. */
+    flushIntervalMs?: number;
+    /** …or as soon as this many bytes are waiting. Default 1024. */
+    flushBytes?: number;
+  };
+}
+
+export const NO_LLM_PROVIDER = 'No LLM provider is configured (set LLM_BASE_URL)';
+
+/**
+ * The `llm` block: one streamed chat completion against the default provider (LLM_BASE_URL,
+ * LLM_API_KEY). Deltas reach the run's event log as batched `block_chunk` events keyed
+ * `<blockId>:chunk:<seq>`; every chunk is written before the activity returns, so the workflow's
+ * `block_complete` follows them. Heartbeats as data arrives (the workflow sets a heartbeatTimeout)
+ * and aborts the request when Temporal cancels the activity.
+ *
+ * Failures: provider 4xx → non-retryable `LlmRequestRejected` (408/429 excepted); 5xx, network,
+ * timeouts → plain Error (retried). Messages never contain the API key.
+ */
+export function createLlmBlockActivities(deps: LlmBlockDeps) {
+  const { db, config } = deps;
+  const requestTimeoutMs = deps.options?.requestTimeoutMs ?? LLM_REQUEST_TIMEOUT_MS;
+  const idleTimeoutMs = deps.options?.idleTimeoutMs ?? LLM_IDLE_TIMEOUT_MS;
+  const flushIntervalMs = deps.options?.flushIntervalMs ?? 50;
+  const flushBytes = deps.options?.flushBytes ?? 1024;
+
+  return {
+    async runLlmBlock(input: LlmBlockInput): Promise<LlmBlockOutput> {
+      if (!config.LLM_BASE_URL) throw ApplicationFailure.nonRetryable(NO_LLM_PROVIDER, 'LlmNotConfigured');
+      const context = activityContext();
+      const heartbeat = () => { context?.heartbeat(); };
+      const writer = new ChunkWriter(db, input.runId, input.blockId, { intervalMs: flushIntervalMs, maxBytes: flushBytes });
+      heartbeat();
+      try {
+        const result = await streamChatCompletion({
+          baseUrl: config.LLM_BASE_URL,
+          apiKey: config.LLM_API_KEY,
+          model: input.model,
+          prompt: input.prompt,
+          system: input.system,
+          temperature: input.temperature,
+          maxTokens: input.maxTokens,
+          timeoutMs: requestTimeoutMs,
+          idleTimeoutMs,
+          signal: context?.cancellationSignal,
+        }, (delta) => {
+          writer.push(delta);
+          heartbeat();
+        });
+        await writer.close();
+        return result;
+      } catch (error) {
+        await writer.discard();
+        if (error instanceof LlmError) {
+          if (!error.retryable) throw ApplicationFailure.nonRetryable(error.message, 'LlmRequestRejected');
+          // An ordinary Error (Temporal reports its type as `LlmError`): retried by the activity's retry policy.
+          throw error;
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+export type LlmBlockActivities = ReturnType<typeof createLlmBlockActivities>;
+
+/** The activity's Context, or undefined when called outside Temporal (tests, scripts). */
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Batches deltas into `block_chunk` events: a write when `maxBytes` are waiting or `intervalMs`
+ * after the first waiting delta, whichever comes first. One write at a time, in order; text that
+ * arrives during a write goes into the next one. A failed write is rethrown by the next `push` (which
+ * aborts the LLM request) or by `close`.
+ */
+export class ChunkWriter {
+  private pending = '';
+  private pendingBytes = 0;
+  private seq = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private flushAgain = false;
+  private failure: { error: unknown } | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly runId: string,
+    private readonly blockId: string,
+    private readonly limits: { intervalMs: number; maxBytes: number },
+  ) {}
+
+  /** Number of `block_chunk` events written or being written. */
+  get chunks(): number {
+    return this.seq;
+  }
+
+  push(delta: string): void {
+    if (this.failure) throw this.failure.error;
+    if (!delta) return;
+    this.pending += delta;
+    this.pendingBytes += Buffer.byteLength(delta);
+    if (this.pendingBytes >= this.limits.maxBytes) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), this.limits.intervalMs);
+  }
+
+  /** Writes what is waiting and waits for every write; rethrows a failed write. */
+  async close(): Promise<void> {
+    this.flush();
+    while (this.inFlight) await this.inFlight;
+    if (this.failure) throw this.failure.error;
+  }
+
+  /** Drops what is waiting and waits for the write in progress, so nothing is written after the attempt ends. */
+  async discard(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pending = '';
+    this.pendingBytes = 0;
+    this.flushAgain = false;
+    while (this.inFlight) await this.inFlight;
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.inFlight) {
+      this.flushAgain = true;
+      return;
+    }
+    if (!this.pending || this.failure) return;
+    const delta = this.pending;
+    const seq = this.seq++;
+    this.pending = '';
+    this.pendingBytes = 0;
+    this.inFlight = appendRunEvents(this.db, this.runId, [{
+      key: `${this.blockId}:chunk:${seq}`,
+      event: { type: 'block_chunk', blockId: this.blockId, delta },
+    }]).catch((error: unknown) => {
+      this.failure ??= { error };
+    }).finally(() => {
+      this.inFlight = undefined;
+      if (this.flushAgain) {
+        this.flushAgain = false;
+        // Text that arrived during the write: flush now if it is due, else when its timer fires.
+        if (this.pendingBytes >= this.limits.maxBytes || !this.timer) this.flush();
+      }
+    });
+  }
+}
