@@ -7,6 +7,7 @@ import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { findLiveApiKeyByHash } from '../../shared/credentials/repository.js';
 import { sha256Hex } from '../../shared/crypto.js';
 import { createDocument, publishDocument } from '../../shared/app-runs/documents/service.js';
+import { exampleGraph } from '../../shared/app-runs/example-graph.js';
 import { findUserByEmail } from '../../shared/identity/repository.js';
 import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
 
@@ -43,23 +44,13 @@ export async function seedDemoTenant(db: Database, dataDir: string): Promise<Dem
   return { userId: user.id, teamId: team.id, projectId: project.id, apiKey, deploymentId: await seedDemoApp(db, project.id) };
 }
 
-/** The CONTRACTS.md example (input → transform → output), published once. */
-const demoGraph = {
-  blocks: [
-    { id: 'q', type: 'input', name: 'name', config: { valueType: 'string', required: true } },
-    { id: 'n', type: 'input', name: 'n', config: { valueType: 'number', required: false, default: 1 } },
-    { id: 'x', type: 'transform', name: 'shape', config: { expression: "{ 'greeting': 'hello ' & $q, 'n': $n * 2 }" } },
-    { id: 'o', type: 'output', name: 'result', config: { value: '{{x}}' } },
-  ],
-  edges: [{ from: 'q', to: 'x' }, { from: 'n', to: 'x' }, { from: 'x', to: 'o' }],
-};
-
+/** The CONTRACTS.md example app, published once. */
 async function seedDemoApp(db: Database, projectId: string): Promise<string> {
   const existing = await db.selectFrom('deployments as d').innerJoin('documents as doc', 'doc.id', 'd.document_id')
     .select('d.id').where('doc.project_id', '=', projectId).where('doc.name', '=', 'Hello app').where('d.deleted_at', 'is', null)
     .orderBy('d.created_at', 'desc').executeTakeFirst();
   if (existing) return existing.id;
   const operator = { kind: 'operator' } as const;
-  const document = await createDocument(db, operator, { projectId, name: 'Hello app', graph: demoGraph });
+  const document = await createDocument(db, operator, { projectId, name: 'Hello app', graph: exampleGraph });
   return (await publishDocument(db, operator, document.id, {})).id;
 }

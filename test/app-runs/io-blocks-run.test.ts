@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deriveApiSchema, type Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/app-runs/graph.js';
 import { grantCredits } from '../../shared/billing/service.js';
-import { createProject } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
+import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { startFakeLlm, type FakeLlm } from './llm-server.js';
@@ -38,17 +37,7 @@ describe('runs with llm and http blocks', () => {
     const team = await make.team(owner.id);
     await grantCredits(stack.db, { teamId: team.id, amountMilli: 10_000 });
     apiKey = (await make.apiKey(team.id, owner.id)).token;
-    const project = await createProject(stack.db, { teamId: team.id, name: 'P' });
-    publish = async (graph) => {
-      const documentId = randomUUID();
-      const deploymentId = randomUUID();
-      await stack.db.insertInto('documents').values({ id: documentId, project_id: project.id, name: 'D', graph: JSON.stringify(graph) }).execute();
-      await stack.db.insertInto('deployments').values({
-        id: deploymentId, document_id: documentId, project_id: project.id, team_id: team.id, version_major: 1, version_minor: 0,
-        snapshot: JSON.stringify(graph), api_schema: JSON.stringify(deriveApiSchema(graph)),
-      }).execute();
-      return deploymentId;
-    };
+    publish = async (graph) => (await publishDirect(stack.db, graph, { teamId: team.id })).deploymentId;
   });
   afterAll(async () => {
     await stack?.close();

@@ -1,23 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deriveApiSchema, type Graph } from '../../shared/app-runs/graph.js';
+import { exampleGraph } from '../../shared/app-runs/example-graph.js';
+import type { Graph } from '../../shared/app-runs/graph.js';
 import { RUN_BASE_COST_MILLI } from '../../shared/billing/pricing.js';
 import { grantCredits } from '../../shared/billing/service.js';
-import { createProject } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
+import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 
-// The CONTRACTS.md example graph.
-const exampleGraph: Graph = {
-  blocks: [
-    { id: 'q', type: 'input', name: 'name', config: { valueType: 'string', required: true } },
-    { id: 'n', type: 'input', name: 'n', config: { valueType: 'number', required: false, default: 1 } },
-    { id: 'x', type: 'transform', name: 'shape', config: { expression: "{ 'greeting': 'hello ' & $q, 'n': $n * 2 }" } },
-    { id: 'o', type: 'output', name: 'result', config: { value: '{{x}}' } },
-  ],
-  edges: [{ from: 'q', to: 'x' }, { from: 'n', to: 'x' }, { from: 'x', to: 'o' }],
-};
 const triggerGraph: Graph = {
   blocks: [{ id: 'o', type: 'output', name: 'source', config: { value: '{{_trigger.source}}' } }],
   edges: [],
@@ -30,21 +21,8 @@ describe('POST /api/released-app/:deploymentId/run and /d/:documentId/run', () =
   let ownerId: string;
   let apiKey: string;
 
-  async function publish(graph: Graph, options: { visibility?: 'public' | 'private'; version?: [number, number]; documentId?: string; team?: string } = {}) {
-    const team = options.team ?? teamId;
-    const project = await createProject(stack.db, { teamId: team, name: 'Apps' });
-    const documentId = options.documentId ?? randomUUID();
-    if (!options.documentId) {
-      await stack.db.insertInto('documents').values({ id: documentId, project_id: project.id, name: 'App', graph: JSON.stringify(graph), created_by: ownerId }).execute();
-    }
-    const id = randomUUID();
-    const [major, minor] = options.version ?? [1, 0];
-    await stack.db.insertInto('deployments').values({
-      id, document_id: documentId, project_id: project.id, team_id: team, version_major: major, version_minor: minor,
-      visibility: options.visibility ?? 'private', snapshot: JSON.stringify(graph), api_schema: JSON.stringify(deriveApiSchema(graph)), published_by: ownerId,
-    }).execute();
-    return { deploymentId: id, documentId };
-  }
+  const publish = (graph: Graph, options: { visibility?: 'public' | 'private'; version?: [number, number]; documentId?: string; team?: string } = {}) =>
+    publishDirect(stack.db, graph, { ...options, teamId: options.team ?? teamId, publishedBy: ownerId });
   const run = (url: string, token: string, body: unknown, query = '') =>
     stack.app.inject({ method: 'POST', url: `${url}${query}`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
   const runCount = async () => (await stack.db.selectFrom('runs').select('id').execute()).length;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deriveApiSchema, type Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/app-runs/graph.js';
 import { grantCredits } from '../../shared/billing/service.js';
-import { createProject } from '../../shared/identity/service.js';
+import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 
@@ -28,14 +28,7 @@ describe('resuming a run stream and cancelling a run', () => {
     const team = await make.team(owner.id);
     await grantCredits(stack.db, { teamId: team.id, amountMilli: 10_000 });
     apiKey = (await make.apiKey(team.id, owner.id)).token;
-    const project = await createProject(stack.db, { teamId: team.id, name: 'P' });
-    const documentId = randomUUID();
-    deploymentId = randomUUID();
-    await stack.db.insertInto('documents').values({ id: documentId, project_id: project.id, name: 'D', graph: JSON.stringify(graph) }).execute();
-    await stack.db.insertInto('deployments').values({
-      id: deploymentId, document_id: documentId, project_id: project.id, team_id: team.id, version_major: 1, version_minor: 0,
-      snapshot: JSON.stringify(graph), api_schema: JSON.stringify(deriveApiSchema(graph)),
-    }).execute();
+    ({ deploymentId } = await publishDirect(stack.db, graph, { teamId: team.id }));
   });
   afterAll(() => stack?.close());
 

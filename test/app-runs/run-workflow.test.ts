@@ -9,17 +9,8 @@ import type { Graph } from '../../shared/app-runs/graph.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { AppRunInput, AppRunResult } from '../../workflows/app-runs/run-app.js';
+import { exampleGraph } from '../../shared/app-runs/example-graph.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
-
-const exampleGraph: Graph = {
-  blocks: [
-    { id: 'q', type: 'input', name: 'name', config: { valueType: 'string', required: true } },
-    { id: 'n', type: 'input', name: 'n', config: { valueType: 'number', required: false, default: 1 } },
-    { id: 'x', type: 'transform', name: 'shape', config: { expression: "{ 'greeting': 'hello ' & $q, 'n': $n * 2 }" } },
-    { id: 'o', type: 'output', name: 'result', config: { value: '{{x}}' } },
-  ],
-  edges: [{ from: 'q', to: 'x' }, { from: 'n', to: 'x' }, { from: 'x', to: 'o' }],
-};
 
 interface EventRow { id: number; event_key: string; type: string; payload: Record<string, unknown>; created_at: Date }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deriveApiSchema, type Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/app-runs/graph.js';
 import { grantCredits } from '../../shared/billing/service.js';
-import { createProject } from '../../shared/identity/service.js';
+import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 
@@ -30,19 +30,13 @@ describe('/v1 workflow API', () => {
     const team = await make.team(owner.id);
     await grantCredits(stack.db, { teamId: team.id, amountMilli: 10_000 });
     apiKey = (await make.apiKey(team.id, owner.id)).token;
-    const project = await createProject(stack.db, { teamId: team.id, name: 'P' });
-    documentId = randomUUID();
-    await stack.db.insertInto('documents').values({ id: documentId, project_id: project.id, name: 'Echo', graph: JSON.stringify(echoGraph) }).execute();
-    await stack.db.insertInto('deployments').values({
-      id: randomUUID(), document_id: documentId, project_id: project.id, team_id: team.id, version_major: 1, version_minor: 0,
-      snapshot: JSON.stringify(echoGraph), api_schema: JSON.stringify(deriveApiSchema(echoGraph)),
-    }).execute();
+    ({ documentId } = await publishDirect(stack.db, echoGraph, { teamId: team.id }));
   });
   afterAll(() => stack?.close());
 
   it('lists workflows, runs one with a text input, and reads the run back', async () => {
     const list = (await call('GET', '/v1/workflows', apiKey)).json();
-    expect(list.workflows).toEqual([expect.objectContaining({ id: documentId, name: 'Echo' })]);
+    expect(list.workflows).toEqual([expect.objectContaining({ id: documentId, name: 'App' })]);
     const run = await call('POST', `/v1/workflows/${documentId}/run`, apiKey, { input: 'hello' });
     expect(run.statusCode).toBe(200);
     expect(run.json()).toMatchObject({ id: expect.any(String), status: 'completed', output: 'HELLO' });
