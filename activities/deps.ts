@@ -6,6 +6,6 @@ import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 export interface ActivityDeps {
   db: Database;
   settings: SiteSettingsCache;
-  /** The default model provider of `llm` blocks. */
-  config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY'>;
+  /** The default model provider of `llm` blocks; DATA_DIR holds uploaded files (PDF inputs). */
+  config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'DATA_DIR'>;
 }

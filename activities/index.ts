@@ -1,6 +1,7 @@
 import type { ActivityDeps } from './deps.js';
 import { createHttpBlockActivities } from './app-runs/http-block.js';
 import { createLlmBlockActivities } from './app-runs/llm-block.js';
+import { createPdfInputActivities } from './app-runs/pdf-input.js';
 import { createAppRunActivities } from './app-runs/run-events.js';
 import { createPlatformActivities } from './platform/probes.js';
 
@@ -13,6 +14,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAppRunActivities(deps),
     ...createLlmBlockActivities(deps),
     ...createHttpBlockActivities(deps),
+    ...createPdfInputActivities(deps),
   };
 }
 

@@ -30,3 +30,9 @@ export const llmBlockActivity: ActivityOptions = {
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 3 },
 };
+
+/** PDF inputs: read (≤ 20 MiB) and convert to text; unreadable PDFs fail without retry. */
+export const pdfInputActivity: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
+};

@@ -13,3 +13,14 @@ export interface IoBlockActivities {
   runHttpBlock(input: HttpBlockRequest): Promise<HttpBlockResult>;
   runLlmBlock(input: LlmBlockRequest): Promise<LlmBlockResult>;
 }
+
+/**
+ * An `input` block of `valueType: 'pdf'` whose value is a PDF: a file handle (`wf-file:<id>` or
+ * `storage://<id>`, read from the run's project), `data:application/pdf;base64,…` or bare base64.
+ */
+export interface PdfInputRequest { runId: string; blockId: string; value: string; inputName?: string }
+export interface PdfInputResult { text: string; pages: number }
+
+export interface PdfInputActivities {
+  extractPdfText(input: PdfInputRequest): Promise<PdfInputResult>;
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { evaluateBlock, evaluateJsonata, renderTemplate, resolveIoBlock, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
+import { evaluateBlock, evaluateJsonata, pdfInputSource, renderTemplate, resolveIoBlock, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
 
 const graph: Graph = {
   blocks: [
@@ -134,5 +134,24 @@ describe('resolveIoBlock: templates of I/O blocks are rendered in workflow code'
   });
   it('an invalid config is a block failure', () => {
     expect(() => resolveIoBlock({ id: 'bad', type: 'llm', name: 'bad', config: { prompt: 'x' } }, context)).toThrow(/invalid llm config/);
+  });
+});
+
+describe('PDF inputs', () => {
+  const doc = { id: 'd', type: 'input', name: 'doc', config: { valueType: 'pdf' } } as const;
+  const handle = 'wf-file:0190a5c4-7e2a-7b1e-9c3d-1234567890ab';
+
+  it('sends file handles, data:application/pdf URIs and %PDF- base64 to the activity', () => {
+    expect(pdfInputSource(doc, { doc: { _type: 'pdf', value: handle } })).toBe(handle);
+    expect(pdfInputSource(doc, { doc: { _type: 'pdf', value: 'storage://0190a5c4-7e2a-7b1e-9c3d-1234567890ab' } })).toBe('storage://0190a5c4-7e2a-7b1e-9c3d-1234567890ab');
+    expect(pdfInputSource(doc, { doc: { _type: 'pdf', value: 'data:application/pdf;base64,AAAA' } })).toBe('data:application/pdf;base64,AAAA');
+    expect(pdfInputSource(doc, { doc: 'JVBERi0xLjQK' })).toBe('JVBERi0xLjQK');
+  });
+
+  it('keeps other text plain, and leaves other input types alone', async () => {
+    expect(pdfInputSource(doc, { doc: { _type: 'pdf', value: 'notes' } })).toBeNull();
+    await expect(evaluateBlock(doc, contextWith({}), { doc: { _type: 'pdf', value: 'notes' } })).resolves.toBe('notes');
+    expect(pdfInputSource(graph.blocks[0]!, { name: handle })).toBeNull();
+    await expect(evaluateBlock(graph.blocks[0]!, contextWith({}), { name: { _type: 'pdf', value: 'x' } })).resolves.toEqual({ _type: 'pdf', value: 'x' });
   });
 });

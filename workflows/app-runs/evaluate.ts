@@ -99,6 +99,41 @@ export function inputValue(block: Block, inputs: Record<string, unknown>): unkno
   return inputs[block.name] ?? inputs[block.id] ?? config.default ?? null;
 }
 
+const FILE_HANDLE = /^(?:wf-file:|storage:\/\/)[0-9a-fA-F-]{36}$/;
+const PDF_DATA_URI = 'data:application/pdf;base64,';
+// base64 of the `%PDF-` header.
+const PDF_BASE64_MAGIC = 'JVBERi0';
+
+/**
+ * For an `input` block of `valueType: 'pdf'`: the value to convert to text by the `extractPdfText`
+ * activity (a file handle, a `data:application/pdf;base64,` URI, or bare base64 that starts with
+ * the `%PDF-` header), or null when the block's output is its value as is (other input types, and
+ * text that is not a PDF, which stays plain text).
+ */
+export function pdfInputSource(block: Block, inputs: Record<string, unknown>): string | null {
+  if (block.type !== 'input') return null;
+  let value: unknown;
+  try {
+    if (configOf(block as Block & { type: 'input' }).valueType !== 'pdf') return null;
+    value = inputValue(block, inputs);
+  } catch {
+    return null; // evaluateBlock reports the invalid config
+  }
+  const candidate = value !== null && typeof value === 'object' && (value as { _type?: unknown })._type === 'pdf'
+    ? (value as { value?: unknown }).value
+    : value;
+  if (typeof candidate !== 'string') return null;
+  const text = candidate.trim();
+  return FILE_HANDLE.test(text) || text.startsWith(PDF_DATA_URI) || text.startsWith(PDF_BASE64_MAGIC) ? text : null;
+}
+
+/** An `input` block of `valueType: 'pdf'` whose value is `{ _type: 'pdf', value: <text> }` outputs that text. */
+function plainPdfInput(value: unknown): unknown {
+  return value !== null && typeof value === 'object' && (value as { _type?: unknown })._type === 'pdf' && typeof (value as { value?: unknown }).value === 'string'
+    ? (value as { value: string }).value
+    : value;
+}
+
 /** Runs one pure block. Throws `BlockFailure` for anything the block cannot do. */
 export async function evaluateBlock(block: Block, context: EvaluationContext, inputs: Record<string, unknown>): Promise<unknown> {
   const parse = <T>(read: () => T): T => {
@@ -109,8 +144,10 @@ export async function evaluateBlock(block: Block, context: EvaluationContext, in
     }
   };
   switch (block.type) {
-    case 'input':
-      return parse(() => inputValue(block, inputs));
+    case 'input': {
+      const value = parse(() => inputValue(block, inputs));
+      return parse(() => configOf(block as Block & { type: 'input' })).valueType === 'pdf' ? plainPdfInput(value) : value;
+    }
     case 'template':
       return renderTemplate(parse(() => configOf(block as Block & { type: 'template' })).template, context);
     case 'condition':

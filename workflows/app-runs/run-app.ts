@@ -2,17 +2,18 @@ import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivitie
 import type { Activities } from '../../activities/index.js';
 import type { KeyedRunEvent, RunOutcome, RunPlan } from '../../activities/app-runs/run-events.js';
 import type { Session } from '../../shared/app-runs/events.js';
-import type { IoBlockActivities } from '../../shared/app-runs/io-blocks.js';
+import type { IoBlockActivities, PdfInputActivities } from '../../shared/app-runs/io-blocks.js';
 import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
 import type { RunStatus } from '../../shared/db/types.js';
-import { databaseActivity, httpBlockActivity, llmBlockActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
-import { errorMessage, evaluateBlock, resolveIoBlock, sanitizeError, type EvaluationContext } from './evaluate.js';
+import { databaseActivity, httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
+import { errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext } from './evaluate.js';
 import { initialWalkState, takeReadyBlocks } from './schedule.js';
 import { buildGlobalCtx } from './trace.js';
 
 const { loadRunPlan } = proxyActivities<Activities>(databaseActivity);
 const { runHttpBlock } = proxyActivities<IoBlockActivities>(httpBlockActivity);
 const { runLlmBlock } = proxyActivities<IoBlockActivities>(llmBlockActivity);
+const { extractPdfText } = proxyActivities<PdfInputActivities>(pdfInputActivity);
 
 /** An I/O block runs as an activity (retried, durable); its templates were rendered here. */
 async function runIoBlock(runId: string, block: Block, context: EvaluationContext): Promise<unknown> {
@@ -105,9 +106,12 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<RunOutcome>
     const streamed = streamedBlockTypes.has(block.type);
     if (streamed) pending.push({ key: `${block.id}:block_start`, event: { type: 'block_start', blockId: block.id, blockType: block.type } });
     try {
+      const pdf = pdfInputSource(block, inputs);
       const output = block.type === 'llm' || block.type === 'http'
         ? await runIoBlock(input.runId, block, context)
-        : await evaluateBlock(block, context, inputs);
+        : pdf !== null
+          ? (await extractPdfText({ runId: input.runId, blockId: block.id, inputName: block.name || block.id, value: pdf })).text
+          : await evaluateBlock(block, context, inputs);
       state.outputs.set(block.id, output);
       state.status.set(block.id, 'completed');
       if (streamed) {

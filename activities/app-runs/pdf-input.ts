@@ -1,0 +1,92 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { Config } from '../../shared/config.js';
+import type { Database } from '../../shared/db/client.js';
+import { AppError } from '../../shared/errors.js';
+import type { PdfInputRequest, PdfInputResult } from '../../shared/app-runs/io-blocks.js';
+import { createFileStore, parseFileHandle, readFileBuffer, type FileStore } from '../../shared/storage/index.js';
+
+export const PDF_INPUT_MAX_BYTES = 20 * 1024 * 1024;
+export const PDF_INPUT_MAX_PAGES = 500;
+
+const DATA_URI_PREFIX = 'data:application/pdf;base64,';
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const PDF_MAGIC = Buffer.from('%PDF-', 'latin1');
+
+/** A failure retrying cannot fix: the block fails with this message. */
+const refuse = (message: string, type = 'PdfInputRejected') => ApplicationFailure.nonRetryable(message, type);
+
+function decodeBase64(text: string): Buffer | null {
+  const compact = text.replace(/\s+/g, '');
+  if (compact.length === 0 || compact.length % 4 === 1 || !BASE64.test(compact)) return null;
+  return Buffer.from(compact, 'base64');
+}
+
+/** The text of every page (items joined with spaces, pages with blank lines); throws for bytes pdf.js cannot read. */
+export async function pdfToText(bytes: Uint8Array, maxPages = PDF_INPUT_MAX_PAGES): Promise<{ text: string; pages: number } | { tooManyPages: number }> {
+  const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  const task = getDocument({ data: new Uint8Array(bytes), useSystemFonts: true, isEvalSupported: false, disableFontFace: true, verbosity: 0 });
+  const doc = await task.promise;
+  try {
+    if (doc.numPages > maxPages) return { tooManyPages: doc.numPages };
+    const pages: string[] = [];
+    for (let n = 1; n <= doc.numPages; n += 1) {
+      const page = await doc.getPage(n);
+      const content = await page.getTextContent();
+      pages.push(content.items.map((item) => ('str' in item ? item.str : '')).join(' ').replace(/[ \t]+/g, ' ').trim());
+      page.cleanup();
+    }
+    return { text: pages.join('\n\n'), pages: doc.numPages };
+  } finally {
+    await task.destroy();
+  }
+}
+
+export interface PdfInputDeps {
+  db: Database;
+  config: Pick<Config, 'DATA_DIR'>;
+  /** Defaults to the local-disk store under DATA_DIR/files (the one uploads go to). */
+  store?: FileStore;
+}
+
+/** `extractPdfText`: a PDF input (file handle, `data:application/pdf;base64,…` or bare base64) → its text. */
+export function createPdfInputActivities(deps: PdfInputDeps) {
+  const store = deps.store ?? createFileStore(deps.config);
+
+  const loadBytes = async (input: PdfInputRequest, label: string): Promise<Buffer> => {
+    const value = input.value.trim();
+    if (parseFileHandle(value)) {
+      const run = await deps.db.selectFrom('runs')
+        .innerJoin('deployments', 'deployments.id', 'runs.deployment_id')
+        .select('deployments.project_id').where('runs.id', '=', input.runId).executeTakeFirst();
+      if (!run) throw refuse(`input ${label}: the run was not found`);
+      try {
+        return (await readFileBuffer(deps.db, store, value, run.project_id, { maxBytes: PDF_INPUT_MAX_BYTES })).bytes;
+      } catch (error) {
+        // 404 (missing, deleted, another project's file), 413 (too large): retrying changes nothing.
+        if (error instanceof AppError && error.status < 500) throw refuse(`input ${label}: ${error.message}`);
+        throw error;
+      }
+    }
+    const encoded = value.startsWith(DATA_URI_PREFIX) ? value.slice(DATA_URI_PREFIX.length) : value;
+    const bytes = decodeBase64(encoded);
+    if (!bytes) throw refuse(`input ${label} is not a readable PDF (invalid base64)`);
+    return bytes;
+  };
+
+  return {
+    async extractPdfText(input: PdfInputRequest): Promise<PdfInputResult> {
+      const label = `'${input.inputName ?? input.blockId}'`;
+      const bytes = await loadBytes(input, label);
+      if (bytes.length > PDF_INPUT_MAX_BYTES) throw refuse(`input ${label}: the PDF is larger than ${PDF_INPUT_MAX_BYTES} bytes`);
+      if (!bytes.subarray(0, PDF_MAGIC.length).equals(PDF_MAGIC)) throw refuse(`input ${label} is not a readable PDF`);
+      let result: Awaited<ReturnType<typeof pdfToText>>;
+      try {
+        result = await pdfToText(bytes);
+      } catch {
+        throw refuse(`input ${label} is not a readable PDF`);
+      }
+      if ('tooManyPages' in result) throw refuse(`input ${label}: the PDF has ${result.tooManyPages} pages; at most ${PDF_INPUT_MAX_PAGES} are read`);
+      return result;
+    },
+  };
+}
