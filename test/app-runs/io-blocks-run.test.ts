@@ -2,7 +2,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { grantCredits } from '../../shared/billing/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
@@ -32,11 +31,8 @@ describe('runs with llm and http blocks', () => {
 
     stack = await createTestStack({ LLM_BASE_URL: llm.url, LLM_API_KEY: 'sk-test' });
     await stack.startWorker();
-    const make = credentialFactory(stack);
-    const owner = await make.user('owner');
-    const team = await make.team(owner.id);
-    await grantCredits(stack.db, { teamId: team.id, amountMilli: 10_000 });
-    apiKey = (await make.apiKey(team.id, owner.id)).token;
+    const { team, apiKey: key } = await credentialFactory(stack).fundedTenant();
+    apiKey = key;
     publish = async (graph) => (await publishDirect(stack.db, graph, { teamId: team.id })).deploymentId;
   });
   afterAll(async () => {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { grantCredits } from '../../shared/billing/service.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
@@ -24,10 +23,9 @@ describe('resuming a run stream and cancelling a run', () => {
     stack = await createTestStack();
     await stack.startWorker();
     make = credentialFactory(stack);
-    const owner = await make.user('owner');
-    const team = await make.team(owner.id);
-    await grantCredits(stack.db, { teamId: team.id, amountMilli: 10_000 });
-    apiKey = (await make.apiKey(team.id, owner.id)).token;
+    const tenant = await make.fundedTenant();
+    apiKey = tenant.apiKey;
+    const team = tenant.team;
     ({ deploymentId } = await publishDirect(stack.db, graph, { teamId: team.id }));
   });
   afterAll(() => stack?.close());

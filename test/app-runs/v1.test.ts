@@ -26,10 +26,9 @@ describe('/v1 workflow API', () => {
     stack = await createTestStack();
     await stack.startWorker();
     make = credentialFactory(stack);
-    const owner = await make.user('owner');
-    const team = await make.team(owner.id);
-    await grantCredits(stack.db, { teamId: team.id, amountMilli: 10_000 });
-    apiKey = (await make.apiKey(team.id, owner.id)).token;
+    const tenant = await make.fundedTenant();
+    apiKey = tenant.apiKey;
+    const team = tenant.team;
     ({ documentId } = await publishDirect(stack.db, echoGraph, { teamId: team.id }));
   });
   afterAll(() => stack?.close());

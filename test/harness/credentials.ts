@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { grantCredits } from '../../shared/billing/service.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { generateToken } from '../../shared/credentials/tokens.js';
 import { sha256Hex } from '../../shared/crypto.js';
@@ -48,6 +49,14 @@ export function credentialFactory(stack: TestStack) {
         expires_at: new Date(Date.now() + (options.expiresInSeconds ?? 3600) * 1000),
       }).execute();
       return { token, tokenId, appId };
+    },
+    /** An owner, their team with credits to spend, and an API key of that team: what run tests start from. */
+    async fundedTenant(milliCredits = 10_000) {
+      const owner = await createUser(db, { email: `owner-${randomUUID().slice(0, 8)}@example.com`, name: 'owner' });
+      const team = await createTeam(db, { ownerId: owner.id, name: 'Team' });
+      await grantCredits(db, { teamId: team.id, amountMilli: milliCredits });
+      const apiKey = await createApiKey(db, { teamId: team.id, createdBy: owner.id, name: 'test key' });
+      return { owner, team, apiKey: apiKey.token };
     },
     scheduleToken: (teamId: string, ttlSeconds = 600) =>
       stack.deps.scheduleTokens.issue({ scheduleId: randomUUID(), teamId, deploymentId: randomUUID() }, ttlSeconds),
