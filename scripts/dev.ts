@@ -27,7 +27,8 @@ const runtimeFile = path.join(config.DATA_DIR, 'runtime.json');
 // We own shutdown order (API, worker, Temporal, PostgreSQL), so the SDK must not act on signals itself.
 Runtime.install({ shutdownSignals: [] });
 
-const cleanups: Array<() => Promise<unknown>> = [];
+const STEP_TIMEOUT_MS = 5_000;
+const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];
 let stopping = false;
 /**
  * Ordered shutdown. Repeated signals are expected, not a request to hurry: Ctrl-C reaches this
@@ -39,9 +40,15 @@ async function stop(exitCode: number): Promise<void> {
   say('stopping…');
   // The watchdog also keeps the event loop alive: some SDK shutdown steps settle from native
   // threads that hold no Node handle, and the process would otherwise exit halfway through.
-  setTimeout(() => { say('stop took too long; exiting'); process.exit(1); }, 30_000);
-  for (const cleanup of cleanups.reverse()) {
-    await cleanup().catch((error: Error) => say(`while stopping: ${error.message}`));
+  setTimeout(() => { say('stop took too long; exiting'); process.exit(1); }, 45_000);
+  for (const { name, run } of cleanups.reverse()) {
+    // One step that hangs (a connection to a server that is already gone) must not keep the
+    // servers we started running: give each step a bounded time, then go on.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), STEP_TIMEOUT_MS); });
+    const outcome = await Promise.race([run().then(() => 'done' as const, (error: Error) => { say(`while stopping ${name}: ${error.message}`); return 'done' as const; }), late]);
+    clearTimeout(timer);
+    if (outcome === 'late') say(`${name} did not stop within ${STEP_TIMEOUT_MS / 1000} s; going on`);
   }
   say('stopped');
   process.exit(exitCode);
@@ -55,7 +62,7 @@ try {
   if (!databaseUrl) {
     say('starting embedded PostgreSQL…');
     const postgres = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), persistent: true });
-    cleanups.push(() => postgres.stop());
+    cleanups.push({ name: 'PostgreSQL', run: () => postgres.stop() });
     const admin = new pg.Client({ connectionString: postgres.url });
     await admin.connect();
     const exists = await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'wfapp'`);
@@ -72,7 +79,7 @@ try {
       namespace: config.TEMPORAL_NAMESPACE, uiPort: config.TEMPORAL_UI_PORT,
       dbFile: path.join(config.DATA_DIR, 'temporal.sqlite'), log: say,
     });
-    cleanups.push(() => temporal.stop());
+    cleanups.push({ name: 'Temporal', run: () => temporal.stop() });
     temporalAddress = temporal.address;
     temporalUi = temporal.uiUrl ?? '';
   }
@@ -83,20 +90,20 @@ try {
   await db.destroy();
 
   const workers = await startWorkers({ config, databaseUrl, temporalAddress, workflowBundle: await bundleWorkflows(), log: say });
-  cleanups.push(() => workers.shutdown());
+  cleanups.push({ name: 'workers', run: () => workers.shutdown() });
   workers.done.catch((error: Error) => { say(`worker failed: ${error.message}`); void stop(1); });
 
   const deps = await connectAppDeps(config, { databaseUrl, temporalAddress }, say);
-  cleanups.push(() => deps.close());
+  cleanups.push({ name: 'API connections', run: () => deps.close() });
   const app = await buildApp(deps);
-  cleanups.push(() => app.close());
+  cleanups.push({ name: 'API', run: () => app.close() });
   const port = (process.env.PORT || (await isPortFree(config.PORT))) ? config.PORT : await findFreePort();
   await app.listen({ port, host: config.HOST });
   const { port: boundPort } = app.server.address() as AddressInfo; // PORT=0 asks for any free port
   const apiUrl = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${boundPort}`;
 
   await writeFile(runtimeFile, JSON.stringify({ pid: process.pid, apiUrl, databaseUrl, temporalAddress }), { mode: 0o600 });
-  cleanups.unshift(() => rm(runtimeFile, { force: true }));
+  cleanups.unshift({ name: 'runtime file', run: () => rm(runtimeFile, { force: true }) });
 
   const seconds = ((performance.now() - startedAt) / 1000).toFixed(1);
   process.stdout.write([
