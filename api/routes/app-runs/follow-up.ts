@@ -13,22 +13,18 @@ import { eventFrame } from './frames.js';
 /** A run is visible to its own team's credentials and to the user who started it; others get 404. */
 async function findVisibleRun(db: Database, runId: string, caller: Principal) {
   const run = await db.selectFrom('runs').select(['id', 'team_id', 'user_id', 'status']).where('id', '=', runId).executeTakeFirst();
-  if (!run) throw new AppError(404, 'Run not found');
-  const visible = (() => {
-    switch (caller.kind) {
-      case 'api-key': case 'schedule': return caller.teamId === run.team_id;
-      case 'oauth': return caller.userId === run.user_id;
-      case 'jwt': return null; // decided by team membership below
-      default: return false;
-    }
-  })();
-  if (visible === false) throw new AppError(404, 'Run not found');
-  if (visible === null) {
-    const member = await db.selectFrom('team_members').select('user_id')
-      .where('team_id', '=', run.team_id).where('user_id', '=', (caller as { userId: string }).userId).executeTakeFirst();
-    if (!member) throw new AppError(404, 'Run not found');
+  if (run && await canSeeRun(db, run, caller)) return run;
+  throw new AppError(404, 'Run not found');
+}
+
+async function canSeeRun(db: Database, run: { team_id: string; user_id: string | null }, caller: Principal): Promise<boolean> {
+  switch (caller.kind) {
+    case 'api-key': case 'schedule': return caller.teamId === run.team_id;
+    case 'oauth': return caller.userId === run.user_id;
+    case 'jwt': return Boolean(await db.selectFrom('team_members').select('user_id')
+      .where('team_id', '=', run.team_id).where('user_id', '=', caller.userId).executeTakeFirst());
+    default: return false;
   }
-  return run;
 }
 
 function lastEventId(request: FastifyRequest<{ Querystring: { after?: number } }>): number {

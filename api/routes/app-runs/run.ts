@@ -115,7 +115,7 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       tags: ['app-runs'], summary: 'Run a published deployment (NDJSON, SSE or JSON)',
       params: z.object({ deploymentId: z.uuid() }), querystring: runQuery, body: runBody.nullish(),
     },
-  }, (request, reply) => run(request, reply, { deploymentId: request.params.deploymentId }, runBody.parse(request.body ?? {}), request.query.trace === 'full'));
+  }, (request, reply) => run(request, reply, { deploymentId: request.params.deploymentId }, request.body ?? runBody.parse({}), request.query.trace === 'full'));
 
   app.post('/api/released-app/d/:documentId/run', {
     config: { access: 'documentRun' },
@@ -124,5 +124,5 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       tags: ['app-runs'], summary: 'Run the newest (or the requested) deployment of a document; API keys only',
       params: z.object({ documentId: z.uuid() }), querystring: runQuery, body: runBody.nullish(),
     },
-  }, (request, reply) => run(request, reply, { documentId: request.params.documentId }, runBody.parse(request.body ?? {}), request.query.trace === 'full'));
+  }, (request, reply) => run(request, reply, { documentId: request.params.documentId }, request.body ?? runBody.parse({}), request.query.trace === 'full'));
 };
