@@ -4,6 +4,7 @@ import { createLlmBlockActivities } from './app-runs/llm-block.js';
 import { createPdfInputActivities } from './app-runs/pdf-input.js';
 import { createAppRunActivities } from './app-runs/run-events.js';
 import { createPlatformActivities } from './platform/probes.js';
+import { createScheduledRunActivities } from './schedules/scheduled-run.js';
 
 export type { ActivityDeps } from './deps.js';
 
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createLlmBlockActivities(deps),
     ...createHttpBlockActivities(deps),
     ...createPdfInputActivities(deps),
+    ...createScheduledRunActivities(deps),
   };
 }
 

@@ -22,6 +22,8 @@ import { identityRoutes } from './routes/identity/index.js';
 import { platformRoutes } from './routes/platform/index.js';
 import { storageRoutes } from './routes/storage/index.js';
 import { myRunsRoutes } from './routes/app-runs/runs.js';
+import { scheduleRoutes } from './routes/schedules/index.js';
+import { webhookTriggerRoutes } from './routes/webhook-triggers/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -54,6 +56,8 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(documentRoutes, deps);
   await app.register(storageRoutes, deps);
   await app.register(myRunsRoutes, deps);
+  await app.register(scheduleRoutes, deps);
+  await app.register(webhookTriggerRoutes, deps);
 }
 
 /** A ready-to-listen Fastify instance. `logger` defaults to pino JSON at LOG_LEVEL. */

@@ -6,6 +6,7 @@ import { createScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import { RunEventHub } from '../shared/app-runs/event-log.js';
 import { PgListener } from '../shared/db/listener.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
+import { createRateLimiter } from '../shared/rate-limit/rate-limiter.js';
 import { connectTemporalClient } from '../temporal/connection.js';
 import type { AppDeps } from './deps.js';
 
@@ -26,8 +27,9 @@ export async function connectAppDeps(
   const idp = await createIdentityProvider(config);
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
+  const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL });
   return {
-    config, db, settings, runEvents, idp, scheduleTokens, authenticator,
+    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter,
     temporal: { client: temporal.client, connection: temporal.connection },
     async close() {
       await temporal.close();

@@ -6,6 +6,7 @@ import type { IdentityProvider } from '../shared/credentials/identity-provider.j
 import type { ScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import type { RunEventHub } from '../shared/app-runs/event-log.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
+import type { RateLimiter } from '../shared/rate-limit/rate-limiter.js';
 
 /** Everything the API needs from outside; `api/main.ts` builds it, tests build it with real parts. */
 export interface AppDeps {
@@ -17,4 +18,6 @@ export interface AppDeps {
   idp: IdentityProvider;
   scheduleTokens: ScheduleTokens;
   authenticator: Authenticator;
+  /** Per-key call budgets (webhook triggers); in memory per process until a Redis store is added. */
+  rateLimiter: RateLimiter;
 }

@@ -26,6 +26,8 @@ const envSchema = z.object({
   TEMPORAL_TASK_QUEUE_SUFFIX: optionalString,
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   WORKFLOW_BUNDLE_PATH: optionalString,
+  /** How often the worker makes Temporal Schedules match the schedule rows (it also does so at start). */
+  SCHEDULE_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   REDIS_URL: optionalString,
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),

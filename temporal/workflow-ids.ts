@@ -4,4 +4,10 @@
 export const workflowIds = {
   platformProbe: (probeId: string) => `platform-probe-${probeId}`,
   appRun: (runId: string) => `app-run-${runId}`,
+  /** The Temporal Schedule of a schedule row. */
+  schedule: (scheduleId: string) => `schedule-${scheduleId}`,
+  /** Runs a Temporal Schedule starts; Temporal appends the fire time to this prefix. */
+  scheduledRun: (scheduleId: string) => `scheduled-run-${scheduleId}`,
+  /** `POST /schedules/:id/trigger`. */
+  manualScheduledRun: (scheduleId: string, requestId: string) => `scheduled-run-${scheduleId}-manual-${requestId}`,
 } as const;

@@ -1,7 +1,9 @@
+import { Client } from '@temporalio/client';
 import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db/client.js';
 import { PgListener } from '../shared/db/listener.js';
+import { startScheduleReconciler } from '../shared/schedules/temporal-sync.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createWorkers, type WorkerSet } from './create-workers.js';
 
@@ -31,7 +33,12 @@ export async function startWorkers(options: {
     connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings, config: options.config }, workflowBundle: options.workflowBundle,
     taskQueueSuffix: options.config.TEMPORAL_TASK_QUEUE_SUFFIX,
   });
+  // Temporal Schedules follow the schedule rows: fixed at start, then re-checked on a timer.
+  const reconciler = startScheduleReconciler(db, {
+    client: new Client({ connection, namespace: options.config.TEMPORAL_NAMESPACE }), taskQueueSuffix: options.config.TEMPORAL_TASK_QUEUE_SUFFIX,
+  }, { intervalMs: options.config.SCHEDULE_RECONCILE_INTERVAL_SECONDS * 1000, log });
   const done = workers.run().finally(async () => {
+    await reconciler.stop();
     await connection.close();
     await listener.close();
     await db.destroy();

@@ -1,3 +1,4 @@
 // The worker's bundle entry: every workflow of the service, by capability.
 export { platformProbeWorkflow } from './platform/probe.js';
 export { appRunWorkflow } from './app-runs/run-app.js';
+export { scheduledRunWorkflow } from './schedules/scheduled-run.js';

@@ -19,6 +19,7 @@ import { sha256Hex } from '../../shared/crypto.js';
 import { startTemporalDevServer } from '../../temporal/dev-server.js';
 import { concurrentOpsPerSecond, opsPerSecond, report, type Comparison } from './measure.js';
 import { benchRuns } from './runs.js';
+import { benchSchedules } from './schedules.js';
 
 const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-'));
 await chmod(workDir, 0o755);
@@ -75,6 +76,7 @@ try {
   const workers = await startWorkers({ config, databaseUrl, temporalAddress: temporal.address, workflowBundle: await bundleWorkflows() });
   try {
     runRows.push(...(await benchRuns(deps)));
+    runRows.push(...(await benchSchedules(deps)));
   } finally {
     await workers.shutdown();
   }

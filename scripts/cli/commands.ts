@@ -91,14 +91,16 @@ export const commands: Record<string, Command> = {
    * A schedule token for running a deployment as a schedule. Until schedules are stored (the
    * schedules issue), the team and deployment are given as flags; then they will come from the row.
    */
+  /** A token that runs the schedule's deployment as that schedule (CONTRACTS.md); team and deployment come from the row. */
   'schedule-token issue': async (flags, ctx) => {
-    const f = readFlags(flags, {
-      schedule: uuidFlag, team: uuidFlag, deployment: uuidFlag,
-      ttl: positiveIntFlag.pipe(z.number().max(24 * 3600)).optional(),
-    });
+    const f = readFlags(flags, { schedule: uuidFlag, ttl: positiveIntFlag.pipe(z.number().max(24 * 3600)).optional() });
+    const row = await ctx.db().selectFrom('schedules').select(['id', 'team_id', 'deployment_id'])
+      .where('id', '=', f.schedule).where('deleted_at', 'is', null).executeTakeFirst();
+    if (!row) throw new CliError('not_found', `Schedule ${f.schedule} does not exist`);
+    if (!row.deployment_id) throw new CliError('no_deployment', `Schedule ${f.schedule} has no deployment_id`);
     const { createScheduleTokens } = await import('../../shared/credentials/schedule-tokens.js');
     const tokens = await createScheduleTokens(ctx.config.DATA_DIR);
-    return { token: await tokens.issue({ scheduleId: f.schedule, teamId: f.team, deploymentId: f.deployment }, f.ttl ?? 3600) };
+    return { token: await tokens.issue({ scheduleId: row.id, teamId: row.team_id, deploymentId: row.deployment_id }, f.ttl ?? 3600) };
   },
 
   /** Runs the platform probe workflow end to end: Temporal → worker → activity → PostgreSQL. */

@@ -15,10 +15,12 @@ import { RUN_BASE_COST_MILLI } from '../billing/pricing.js';
 
 export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';
 
-export type RunCaller = Extract<Principal, { kind: 'api-key' | 'schedule' | 'oauth' }>;
+/** Who starts a run: a credential of the run endpoints, or a webhook trigger whose secret matched. */
+export type CredentialRunCaller = Extract<Principal, { kind: 'api-key' | 'schedule' | 'oauth' }>;
+export type RunCaller = CredentialRunCaller | { kind: 'webhook'; webhookId: string; teamId: string };
 
 const deploymentColumns = ['id', 'document_id', 'team_id', 'visibility', 'api_schema', 'published_by', 'version_major', 'version_minor'] as const;
-type DeploymentRow = { id: string; document_id: string; team_id: string; visibility: 'private' | 'public'; api_schema: unknown; published_by: string | null; version_major: number; version_minor: number };
+export type DeploymentRow = { id: string; document_id: string; team_id: string; visibility: 'private' | 'public'; api_schema: unknown; published_by: string | null; version_major: number; version_minor: number };
 
 /** The deployment a run request names: by id (or by document id), then by `version` among the document's deployments. */
 export async function findRunDeployment(db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined): Promise<DeploymentRow> {
@@ -36,7 +38,7 @@ export async function findRunDeployment(db: Database, by: { deploymentId?: strin
 }
 
 /** Permission by deployment visibility (spec §4.1 table). */
-export async function assertMayRun(db: Database, deployment: DeploymentRow, caller: RunCaller): Promise<void> {
+export async function assertMayRun(db: Database, deployment: DeploymentRow, caller: CredentialRunCaller): Promise<void> {
   if (caller.kind === 'schedule') {
     if (caller.deploymentId !== deployment.id) throw new AppError(403, 'Deployment ID mismatch');
     return;
@@ -52,8 +54,30 @@ export async function assertMayRun(db: Database, deployment: DeploymentRow, call
   if (!member) throw new AppError(403, PRIVATE_APP_MESSAGE);
 }
 
-/** Who pays: the deployment's team for schedule and OAuth callers, the key's team for API keys. */
-const payingTeam = (deployment: DeploymentRow, caller: RunCaller) => (caller.kind === 'api-key' ? caller.teamId : deployment.team_id);
+/**
+ * Who pays: the key's team for API keys, the trigger's team for webhooks (set on publish), the
+ * deployment's team for schedule and OAuth callers.
+ */
+function payingTeam(deployment: DeploymentRow, caller: RunCaller): string {
+  return caller.kind === 'api-key' || caller.kind === 'webhook' ? caller.teamId : deployment.team_id;
+}
+
+/** The server-set `_trigger` context of a run (spec §4.1 rule 4, §4.2 rule 4). */
+function triggerOf(caller: RunCaller): { source: string } & Record<string, unknown> {
+  switch (caller.kind) {
+    case 'schedule': return { source: 'schedule', schedule_id: caller.scheduleId };
+    case 'webhook': return { source: 'webhook', webhook_id: caller.webhookId };
+    default: return { source: 'api' };
+  }
+}
+
+export interface RunRequest {
+  deployment: DeploymentRow; caller: RunCaller; inputs: Record<string, unknown>; trace: boolean; timeoutSeconds: number | null;
+  /** `Idempotency-Key` and a hash of what was asked: a repeat within 24 h gets the same run. */
+  idempotency?: { key: string; requestHash: string };
+}
+
+export interface RecordedRun { runId: string; replayed: boolean; documentId: string }
 
 export interface StartedRun {
   runId: string;
@@ -68,27 +92,49 @@ export interface StartedRun {
  * Validates, checks credits, records the run and its `run_start` event, then starts `app-run-<id>`.
  * Nothing is written when a check fails.
  */
-export async function startRun(deps: { db: Database; temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void }, request: {
-  deployment: DeploymentRow; caller: RunCaller; inputs: Record<string, unknown>; trace: boolean; timeoutSeconds: number | null;
-  /** `Idempotency-Key` and a hash of what was asked: a repeat within 24 h gets the same run. */
-  idempotency?: { key: string; requestHash: string };
-}): Promise<StartedRun> {
+export async function startRun(
+  deps: { db: Database; temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void },
+  request: RunRequest,
+): Promise<StartedRun> {
   const { db } = deps;
+  const recorded = await recordRun(db, request);
+  if (recorded.replayed) return { ...recorded, started: Promise.resolve() };
+  const { runId } = recorded;
+  // Not awaited: the caller streams run_start at once; a start that fails ends the run with run_error.
+  const started = deps.temporal.workflow.start('appRunWorkflow', {
+    taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix),
+    workflowId: workflowIds.appRun(runId),
+    args: [{ runId, trace: request.trace, timeoutSeconds: request.timeoutSeconds }],
+  }).then(() => undefined, async (error: unknown) => {
+    deps.onStartFailure?.(runId, error as Error);
+    await db.updateTable('runs').set({ status: 'failed', error: 'could not start the run', finished_at: sql`now()` as never })
+      .where('id', '=', runId).where('status', '=', 'running').execute();
+    await appendRunEvents(db, runId, [{ key: 'run_error', event: { type: 'run_error', runId, error: 'The run could not be started', executionStatus: 'failed' } }]);
+  }).catch((error: unknown) => deps.onStartFailure?.(runId, error as Error));
+  return { ...recorded, started };
+}
+
+/**
+ * Validates inputs, checks credits, and in one transaction charges the paying team and inserts the
+ * `runs` row, then appends `run_start`. The caller starts `appRunWorkflow` for the run (the API with
+ * the client, a scheduled run as a child workflow). Nothing is written when a check fails.
+ */
+export async function recordRun(db: Database, request: RunRequest): Promise<RecordedRun> {
   const { deployment, caller } = request;
-  const idempotency = request.idempotency && { ...request.idempotency, scope: idempotencyScope(caller) };
+  const idempotency = request.idempotency && caller.kind !== 'webhook' ? { ...request.idempotency, scope: idempotencyScope(caller) } : undefined;
   if (idempotency) {
     const earlier = await findIdempotentRun(db, idempotency);
-    if (earlier) return { runId: earlier, replayed: true, documentId: deployment.document_id, started: Promise.resolve() };
+    if (earlier) return { runId: earlier, replayed: true, documentId: deployment.document_id };
   }
   const problems = validateRunInputs(deployment.api_schema as { inputs: ApiSchemaField[] }, request.inputs);
   if (problems.length > 0) throw new AppError(400, 'Input validation failed', 'Input validation failed', { details: problems });
   if (caller.kind === 'api-key') assertWithinCreditLimit(caller);
   const teamId = payingTeam(deployment, caller);
   const runId = newId();
-  const source = caller.kind === 'schedule' ? { source: 'schedule', schedule_id: caller.scheduleId } : { source: 'api' };
-  const inputs = withTrigger(request.inputs, source, new Date());
+  const inputs = withTrigger(request.inputs, triggerOf(caller), new Date());
   const apiKeyId = caller.kind === 'api-key' ? caller.apiKeyId : null;
-  const recordRun = () => db.transaction().execute(async (trx) => {
+  const userId = caller.kind === 'api-key' || caller.kind === 'oauth' ? caller.userId : null;
+  const insert = () => db.transaction().execute(async (trx) => {
     // The charge and the run row commit together: no run without its charge, no charge without a run.
     const charged = await trx.updateTable('credit_balances')
       .set({ balance_milli: sql`balance_milli - ${RUN_BASE_COST_MILLI}`, updated_at: sql`now()` as never })
@@ -97,8 +143,8 @@ export async function startRun(deps: { db: Database; temporal: Client; taskQueue
     if (charged.numUpdatedRows === 0n) throw new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
     await trx.insertInto('runs').values({
       id: runId, deployment_id: deployment.id, document_id: deployment.document_id, team_id: teamId,
-      trigger_source: caller.kind, api_key_id: apiKeyId, user_id: caller.kind === 'schedule' ? null : caller.userId,
-      inputs: JSON.stringify(inputs), timeout_seconds: request.timeoutSeconds,
+      trigger_source: caller.kind, api_key_id: apiKeyId, user_id: userId,
+      inputs: JSON.stringify(inputs), timeout_seconds: request.timeoutSeconds === null ? null : Math.ceil(request.timeoutSeconds),
     }).execute();
     await trx.insertInto('credit_transactions').values({
       id: newId(), team_id: teamId, amount_milli: -RUN_BASE_COST_MILLI, reason: 'run', reference: `run:${runId}`, created_by: null,
@@ -116,35 +162,23 @@ export async function startRun(deps: { db: Database; temporal: Client; taskQueue
     }
   });
   try {
-    await recordRun();
+    await insert();
   } catch (error) {
     if (!(error instanceof IdempotentReplay) || !idempotency) throw error;
     const winner = await findIdempotentRun(db, idempotency);
     if (!winner) throw error;
-    return { runId: winner, replayed: true, documentId: deployment.document_id, started: Promise.resolve() };
+    return { runId: winner, replayed: true, documentId: deployment.document_id };
   }
-
   // Written here, not by the workflow, so the first streamed byte never waits for Temporal.
   await appendRunEvents(db, runId, [{ key: 'run_start', event: { type: 'run_start', runId, documentId: deployment.document_id } }]);
-  // Not awaited: the caller streams run_start at once; a start that fails ends the run with run_error.
-  const started = deps.temporal.workflow.start('appRunWorkflow', {
-    taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix),
-    workflowId: workflowIds.appRun(runId),
-    args: [{ runId, trace: request.trace, timeoutSeconds: request.timeoutSeconds }],
-  }).then(() => undefined, async (error: unknown) => {
-    deps.onStartFailure?.(runId, error as Error);
-    await db.updateTable('runs').set({ status: 'failed', error: 'could not start the run', finished_at: sql`now()` as never })
-      .where('id', '=', runId).where('status', '=', 'running').execute();
-    await appendRunEvents(db, runId, [{ key: 'run_error', event: { type: 'run_error', runId, error: 'The run could not be started', executionStatus: 'failed' } }]);
-  }).catch((error: unknown) => deps.onStartFailure?.(runId, error as Error));
-  return { runId, replayed: false, documentId: deployment.document_id, started };
+  return { runId, replayed: false, documentId: deployment.document_id };
 }
 
 class IdempotentReplay extends Error {}
 
 const IDEMPOTENCY_WINDOW_HOURS = 24;
 
-function idempotencyScope(caller: RunCaller): string {
+function idempotencyScope(caller: CredentialRunCaller): string {
   switch (caller.kind) {
     case 'api-key': return `api-key:${caller.apiKeyId}`;
     case 'oauth': return `oauth:${caller.userId}:${caller.clientId}`;

@@ -259,6 +259,54 @@ export interface RunIdempotencyKeysTable {
   created_at: Timestamp;
 }
 
+export interface WebhookTriggersTable {
+  id: string;
+  document_id: string;
+  project_id: string;
+  team_id: string | null;
+  deployment_id: string | null;
+  enabled: Defaulted<boolean>;
+  secret_hash: string | null;
+  secret_prefix: string | null;
+  last_triggered_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SchedulesTable {
+  id: string;
+  project_id: string;
+  team_id: string;
+  deployment_id: string | null;
+  name: string;
+  description: string | null;
+  cron_expression: string;
+  timezone: Defaulted<string>;
+  trigger_config: ColumnType<Record<string, unknown>, string | undefined, string>;
+  enabled: Defaulted<boolean>;
+  timeout_ms: number;
+  max_retries: Defaulted<number>;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export type ScheduleLogStatus = 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled';
+
+export interface ScheduleLogsTable {
+  id: string;
+  schedule_id: string;
+  project_id: string;
+  run_id: string | null;
+  status: ScheduleLogStatus;
+  scheduled_at: NullableTimestamp;
+  started_at: ColumnType<Date, Date | string, Date | string>;
+  finished_at: NullableTimestamp;
+  error: string | null;
+  result: ColumnType<Record<string, unknown>, string | undefined, string>;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -282,6 +330,9 @@ export interface DB {
   run_events: RunEventsTable;
   run_idempotency_keys: RunIdempotencyKeysTable;
   files: FilesTable;
+  webhook_triggers: WebhookTriggersTable;
+  schedules: SchedulesTable;
+  schedule_logs: ScheduleLogsTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -41,6 +41,8 @@ export const siteSettingDefinitions = {
       infrastructure: { maxEnabled: 100, minIntervalSeconds: 60 },
     },
   },
+  /** `timeout_ms` of a schedule created without one (spec §2.1 "site-wide setting"). */
+  'schedule.default_timeout_ms': { schema: z.number().int().min(1000).max(3_600_000), defaults: 300_000 },
   'http_block.allow_hosts': { schema: z.array(z.string().min(1)), defaults: [] as string[] },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
   CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },

@@ -167,15 +167,28 @@ describe('schedule-token issue (CLI)', () => {
   beforeAll(async () => { stack = await createTestStack(); });
   afterAll(() => stack?.close());
 
-  it('issues a token the API accepts as that schedule; a missing flag is named', async () => {
+  it('issues a token for a stored schedule that the API accepts as that schedule; a missing flag or schedule is named', async () => {
     const { runCli } = await import('../harness/cli.js');
-    const ids = { schedule: crypto.randomUUID(), team: crypto.randomUUID(), deployment: crypto.randomUUID() };
-    const res = await runCli(['schedule-token', 'issue', '--schedule', ids.schedule, '--team', ids.team, '--deployment', ids.deployment], stack.env);
+    const { credentialFactory } = await import('../harness/credentials.js');
+    const { publishDirect } = await import('../harness/apps.js');
+    const make = credentialFactory(stack);
+    const owner = await make.user('owner');
+    const team = await make.team(owner.id);
+    const { deploymentId } = await publishDirect(stack.db, { blocks: [{ id: 'o', type: 'output', name: 'o', config: { value: 'x' } }], edges: [] }, { teamId: team.id });
+    const projectId = (await stack.db.selectFrom('deployments').select('project_id').where('id', '=', deploymentId).executeTakeFirstOrThrow()).project_id;
+    const scheduleId = crypto.randomUUID();
+    await stack.db.insertInto('schedules').values({
+      id: scheduleId, project_id: projectId, team_id: team.id, deployment_id: deploymentId, name: 'job', cron_expression: '0 3 * * *', timeout_ms: 60_000,
+    }).execute();
+    const res = await runCli(['schedule-token', 'issue', '--schedule', scheduleId], stack.env);
     expect(res.code).toBe(0);
     const my = await stack.app.inject({ method: 'GET', url: '/my', headers: { authorization: `Bearer ${res.json!.token as string}` } });
-    expect(my.json()).toEqual({ scheduleId: ids.schedule, teamId: ids.team, deploymentId: ids.deployment });
-    const bad = await runCli(['schedule-token', 'issue', '--team', ids.team, '--deployment', ids.deployment], stack.env);
+    expect(my.json()).toEqual({ scheduleId, teamId: team.id, deploymentId });
+    const bad = await runCli(['schedule-token', 'issue'], stack.env);
     expect(bad.code).not.toBe(0);
     expect(bad.error).toMatchObject({ message: 'Missing required flag --schedule' });
+    const missing = await runCli(['schedule-token', 'issue', '--schedule', crypto.randomUUID()], stack.env);
+    expect(missing.code).not.toBe(0);
+    expect(missing.error).toMatchObject({ error: 'not_found' });
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { deriveApiSchema, type Graph } from '../../shared/app-runs/graph.js';
 import type { Database } from '../../shared/db/client.js';
 import { createProject } from '../../shared/identity/service.js';
+import { upsertTriggerOnPublish } from '../../shared/webhook-triggers/repository.js';
 
 /**
  * Publishes a graph straight into the tables, as the editor API would, so run tests do not depend
@@ -22,5 +23,8 @@ export async function publishDirect(db: Database, graph: Graph, options: {
     visibility: options.visibility ?? 'private', snapshot: JSON.stringify(graph), api_schema: JSON.stringify(deriveApiSchema(graph)),
     published_by: options.publishedBy ?? null,
   }).execute();
+  // As publishDocument does: the document's webhook trigger follows its newest deployment.
+  const { project_id: documentProjectId } = await db.selectFrom('documents').select('project_id').where('id', '=', documentId).executeTakeFirstOrThrow();
+  await upsertTriggerOnPublish(db, { documentId, projectId: documentProjectId, teamId: options.teamId, deploymentId });
   return { deploymentId, documentId };
 }

@@ -15,6 +15,7 @@ import { createScheduleTokens } from '../../shared/credentials/schedule-tokens.j
 import { RunEventHub } from '../../shared/app-runs/event-log.js';
 import { PgListener } from '../../shared/db/listener.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
+import { createRateLimiter } from '../../shared/rate-limit/rate-limiter.js';
 import { connectTemporalClient } from '../../temporal/connection.js';
 import { createWorkers, type WorkerSet } from '../../worker/create-workers.js';
 import { TEMPLATE_DATABASE } from './names.js';
@@ -72,7 +73,10 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
   const idp = await createIdentityProvider(config);
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
-  const deps: AppDeps = { config, db, settings, runEvents, idp, scheduleTokens, authenticator, temporal: { client: temporal.client, connection: temporal.connection } };
+  const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL });
+  const deps: AppDeps = {
+    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter, temporal: { client: temporal.client, connection: temporal.connection },
+  };
   const app = await buildApp(deps, { logger: false });
 
   const workerSets: Array<{ set: WorkerSet; connection: NativeConnection }> = [];

@@ -27,7 +27,8 @@ const deploymentView = z.object({
   apiSchema: apiSchemaView, createdAt: z.string(),
 });
 
-function callerOf(request: FastifyRequest): EditorCaller {
+/** The editor-API caller of a route on the `combined` row (JWT or API key). */
+export function editorCallerOf(request: FastifyRequest): EditorCaller {
   const principal = principalOf(request, 'jwt', 'api-key');
   return principal.kind === 'jwt'
     ? { kind: 'jwt', userId: principal.userId }
@@ -45,7 +46,7 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }
       response: { 201: z.object({ document: documentView }) },
     },
   }, async (request, reply) => {
-    const document = await createDocument(db, callerOf(request), { projectId: request.params.projectId, ...request.body });
+    const document = await createDocument(db, editorCallerOf(request), { projectId: request.params.projectId, ...request.body });
     reply.code(201);
     return { document };
   });
@@ -53,12 +54,12 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }
   app.get('/projects/:projectId/documents', {
     config: { access: 'combined' },
     schema: { tags, summary: 'List the project documents, newest first', params: projectParams, response: { 200: z.object({ documents: z.array(documentView) }) } },
-  }, async (request) => ({ documents: await listDocuments(db, callerOf(request), request.params.projectId) }));
+  }, async (request) => ({ documents: await listDocuments(db, editorCallerOf(request), request.params.projectId) }));
 
   app.get('/documents/:documentId', {
     config: { access: 'combined' },
     schema: { tags, summary: 'Read a document', params: documentParams, response: { 200: z.object({ document: documentView }) } },
-  }, async (request) => ({ document: await getDocument(db, callerOf(request), request.params.documentId) }));
+  }, async (request) => ({ document: await getDocument(db, editorCallerOf(request), request.params.documentId) }));
 
   app.put('/documents/:documentId', {
     config: { access: 'combined' },
@@ -69,7 +70,7 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }
         .refine((b) => b.name !== undefined || b.graph !== undefined, { message: 'give name, graph or both' }),
       response: { 200: z.object({ document: documentView }) },
     },
-  }, async (request) => ({ document: await updateDocument(db, callerOf(request), request.params.documentId, request.body) }));
+  }, async (request) => ({ document: await updateDocument(db, editorCallerOf(request), request.params.documentId, request.body) }));
 
   app.post('/documents/:documentId/publish', {
     config: { access: 'combined' },
@@ -83,7 +84,7 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }
       response: { 201: z.object({ deployment: deploymentView }) },
     },
   }, async (request, reply) => {
-    const deployment = await publishDocument(db, callerOf(request), request.params.documentId, request.body ?? {});
+    const deployment = await publishDocument(db, editorCallerOf(request), request.params.documentId, request.body ?? {});
     reply.code(201);
     return { deployment };
   });
@@ -94,5 +95,5 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }
       tags, summary: 'List the document deployments, newest (highest version) first',
       params: documentParams, response: { 200: z.object({ deployments: z.array(deploymentView) }) },
     },
-  }, async (request) => ({ deployments: await listDeployments(db, callerOf(request), request.params.documentId) }));
+  }, async (request) => ({ deployments: await listDeployments(db, editorCallerOf(request), request.params.documentId) }));
 };

@@ -4,7 +4,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { StoredRunEvent } from '../../../shared/app-runs/event-log.js';
 import { ResponseBudget, checkBodySize, checkInputLimits } from '../../../shared/app-runs/limits.js';
-import { assertMayRun, findRunDeployment, startRun, type RunCaller } from '../../../shared/app-runs/run-service.js';
+import { assertMayRun, findRunDeployment, startRun, type CredentialRunCaller } from '../../../shared/app-runs/run-service.js';
+import { runResultOf } from '../../../shared/app-runs/run-result.js';
 import { sha256Hex } from '../../../shared/crypto.js';
 import { AppError } from '../../../shared/errors.js';
 import type { AppDeps } from '../../deps.js';
@@ -38,23 +39,13 @@ function idempotencyOf(request: FastifyRequest, by: object, body: RunBody): { ke
   return { key, requestHash: sha256Hex(JSON.stringify({ by, body })) };
 }
 
-/** JSON mode (spec §2.20): the run result, built from the terminal event. */
-function jsonResult(runId: string, documentId: string, terminal: StoredRunEvent | undefined) {
-  const p = (terminal?.payload ?? {}) as Record<string, unknown>;
-  if (terminal?.type === 'run_complete') {
-    return { runId, documentId, sessions: p.sessions, duration: p.duration, status: 'completed', timedOut: false, ...(p.globalCtx ? { globalCtx: p.globalCtx } : {}) };
-  }
-  const status = typeof p.executionStatus === 'string' ? p.executionStatus : 'failed';
-  return { runId, documentId, sessions: [], duration: null, status, timedOut: status === 'timed_out', error: p.error ?? 'The run did not complete' };
-}
-
 /**
  * The run endpoints of spec §4.1: by deployment id (API key, schedule token, OAuth `chat:completions`)
  * and by document id (API key only). Streams NDJSON or SSE from the run event log, or answers JSON.
  */
 export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   async function run(request: FastifyRequest, reply: FastifyReply, by: { deploymentId?: string; documentId?: string }, body: RunBody, trace: boolean) {
-    const caller = principalOf(request, 'api-key', 'schedule', 'oauth') as RunCaller;
+    const caller = principalOf(request, 'api-key', 'schedule', 'oauth') as CredentialRunCaller;
     const deployment = await findRunDeployment(deps.db, by, body.version);
     await assertMayRun(deps.db, deployment, caller);
     const maxTimeout = await deps.settings.get('run.max_timeout_seconds');
@@ -80,7 +71,7 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     if (!body.stream) {
       let terminal: StoredRunEvent | undefined;
       for await (const event of events) terminal = event;
-      const result = JSON.stringify(jsonResult(runId, documentId, terminal));
+      const result = JSON.stringify(runResultOf(runId, documentId, terminal));
       if (!budget.add(Buffer.byteLength(result))) return reply.code(413).send(budget.tooLargeBody(runId));
       return reply.type('application/json; charset=utf-8').send(result);
     }

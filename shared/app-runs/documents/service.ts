@@ -3,6 +3,7 @@ import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from '../graph.js';
 import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../versions.js';
+import { upsertTriggerOnPublish } from '../../webhook-triggers/repository.js';
 import * as repo from './repository.js';
 
 /**
@@ -24,7 +25,7 @@ export interface DeploymentView {
 
 const projectNotFound = () => new AppError(404, 'Project not found', 'Project not found');
 const documentNotFound = () => new AppError(404, 'Document not found', 'Document not found');
-const ADMIN_REQUIRED = 'project administrator required';
+export const ADMIN_REQUIRED = 'project administrator required';
 
 const toDocumentView = (row: repo.DocumentRow): DocumentView => ({
   id: row.id, projectId: row.project_id, name: row.name, graph: row.graph as Graph,
@@ -54,11 +55,20 @@ async function requireProject(db: Database, caller: EditorCaller, projectId: str
   return project;
 }
 
-async function requireDocument(db: Database, caller: EditorCaller, documentId: string, needs: 'member' | 'admin') {
+/**
+ * A document the caller may see, with the caller's access to its team; one it cannot see answers
+ * exactly like a missing one. Other capabilities (webhook triggers) hang their rules on this.
+ */
+export async function requireVisibleDocument(db: Database, caller: EditorCaller, documentId: string) {
   const document = isUuid(documentId) ? await repo.findActiveDocument(db, documentId) : undefined;
   if (!document) throw documentNotFound();
   const access = await accessToTeam(db, document.team_id, caller);
   if (access === 'none') throw documentNotFound();
+  return { document, access };
+}
+
+async function requireDocument(db: Database, caller: EditorCaller, documentId: string, needs: 'member' | 'admin') {
+  const { document, access } = await requireVisibleDocument(db, caller, documentId);
   if (needs === 'admin' && access !== 'admin') throw new AppError(403, ADMIN_REQUIRED, 'Publishing needs a project administrator (team owner or admin)');
   return document;
 }
@@ -148,12 +158,14 @@ export async function publishDocument(
       const versions = (await repo.listAllVersions(trx, document.id)).map(versionOfRow);
       if (requested && versions.some((v) => compareVersions(v, requested) === 0)) throw versionExists(input.version!);
       const version = requested ?? nextMinorVersion(versions);
-      return repo.insertDeployment(trx, {
+      const deployment = await repo.insertDeployment(trx, {
         id: newId(), document_id: document.id, project_id: document.project_id, team_id: document.team_id,
         version_major: version.major, version_minor: version.minor, visibility: input.visibility ?? 'private',
         snapshot: JSON.stringify(graph), api_schema: JSON.stringify(deriveApiSchema(graph)),
         published_by: caller.kind === 'operator' ? null : caller.userId,
       });
+      await upsertTriggerOnPublish(trx, { documentId: document.id, projectId: document.project_id, teamId: document.team_id, deploymentId: deployment.id });
+      return deployment;
     });
     return toDeploymentView(row);
   } catch (error) {

@@ -4,6 +4,7 @@ import * as credentials from './2026_11_21_0002_credentials.js';
 import * as appRuns from './2026_11_21_0003_app_runs.js';
 import * as storage from './2026_11_21_0004_storage.js';
 import * as runIdempotency from './2026_11_21_0005_run_idempotency.js';
+import * as triggers from './2026_11_21_0006_triggers.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_0003_app_runs': appRuns,
   '2026_11_21_0004_storage': storage,
   '2026_11_21_0005_run_idempotency': runIdempotency,
+  '2026_11_21_0006_triggers': triggers,
 };
