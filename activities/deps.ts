@@ -1,5 +1,6 @@
 import type { Config } from '../shared/config.js';
 import type { Database } from '../shared/db/client.js';
+import type { SecretKeyRing } from '../shared/secrets/key-ring.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 
 /** What activities may touch. Tests pass real instances; nothing is module-mocked. */
@@ -8,4 +9,6 @@ export interface ActivityDeps {
   settings: SiteSettingsCache;
   /** The default model provider of `llm` blocks; DATA_DIR holds uploaded files (PDF inputs). */
   config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'DATA_DIR'>;
+  /** Opens team LLM provider keys (shared/llm-providers); the decrypted key never leaves the activity. */
+  secrets: SecretKeyRing;
 }

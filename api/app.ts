@@ -24,6 +24,9 @@ import { storageRoutes } from './routes/storage/index.js';
 import { myRunsRoutes } from './routes/app-runs/runs.js';
 import { scheduleRoutes } from './routes/schedules/index.js';
 import { webhookTriggerRoutes } from './routes/webhook-triggers/index.js';
+import { releaseRoutes } from './routes/releases/index.js';
+import { crossTeamRoutes } from './routes/cross-team/index.js';
+import { llmProviderRoutes } from './routes/llm-providers/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -58,6 +61,9 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(myRunsRoutes, deps);
   await app.register(scheduleRoutes, deps);
   await app.register(webhookTriggerRoutes, deps);
+  await app.register(releaseRoutes, deps);
+  await app.register(crossTeamRoutes, deps);
+  await app.register(llmProviderRoutes, deps);
 }
 
 /** A ready-to-listen Fastify instance. `logger` defaults to pino JSON at LOG_LEVEL. */

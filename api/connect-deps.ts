@@ -7,6 +7,7 @@ import { RunEventHub } from '../shared/app-runs/event-log.js';
 import { PgListener } from '../shared/db/listener.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createRateLimiter } from '../shared/rate-limit/rate-limiter.js';
+import { loadSecretKeyRing } from '../shared/secrets/key-ring.js';
 import { connectTemporalClient } from '../temporal/connection.js';
 import type { AppDeps } from './deps.js';
 
@@ -16,6 +17,8 @@ export async function connectAppDeps(
   targets: { databaseUrl: string; temporalAddress: string },
   log: (message: string) => void = () => {},
 ): Promise<AppDeps & { close(): Promise<void> }> {
+  // First: a bad key file fails the start before any connection is opened.
+  const secrets = await loadSecretKeyRing(config);
   const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });
   const listener = new PgListener(targets.databaseUrl, (error) => log(`database listener: ${error.message}`));
   const settings = new SiteSettingsCache(db, { onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`) });
@@ -27,12 +30,13 @@ export async function connectAppDeps(
   const idp = await createIdentityProvider(config);
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
-  const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL });
+  const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL, onError: (e) => log(`rate-limit store (Redis): ${e.message}`) });
   return {
-    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter,
+    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter, secrets,
     temporal: { client: temporal.client, connection: temporal.connection },
     async close() {
       await temporal.close();
+      await rateLimiter.close();
       await listener.close();
       await db.destroy();
     },

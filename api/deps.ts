@@ -7,6 +7,7 @@ import type { ScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import type { RunEventHub } from '../shared/app-runs/event-log.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import type { RateLimiter } from '../shared/rate-limit/rate-limiter.js';
+import type { SecretKeyRing } from '../shared/secrets/key-ring.js';
 
 /** Everything the API needs from outside; `api/main.ts` builds it, tests build it with real parts. */
 export interface AppDeps {
@@ -18,6 +19,8 @@ export interface AppDeps {
   idp: IdentityProvider;
   scheduleTokens: ScheduleTokens;
   authenticator: Authenticator;
-  /** Per-key call budgets (webhook triggers); in memory per process until a Redis store is added. */
+  /** Per-key call budgets (webhook triggers, release gateway): shared through Redis when REDIS_URL is set. */
   rateLimiter: RateLimiter;
+  /** Seals secrets at rest (team LLM provider keys): SECRETS_KEY, or the development key in DATA_DIR. */
+  secrets: SecretKeyRing;
 }

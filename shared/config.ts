@@ -1,11 +1,19 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { decodeAes256Key } from './crypto.js';
 
 /** Repository root, so `.data/` is found whatever the working directory. */
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const optionalString = z.string().trim().min(1).optional().catch(undefined);
+const AES_KEY_HINT = 'must be base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)';
+/** Unset or empty → undefined; anything else must be an AES-256 key (no silent fallback for a typo). */
+const optionalAesKey = z.string().trim().optional().transform((v) => v || undefined)
+  .refine((v) => v === undefined || decodeAes256Key(v) !== null, AES_KEY_HINT);
+/** Comma-separated AES-256 keys; every one must decode. */
+const aesKeyList = z.string().optional().transform((v) => (v ?? '').split(',').map((k) => k.trim()).filter(Boolean))
+  .refine((keys) => keys.every((k) => decodeAes256Key(k) !== null), `every comma-separated key ${AES_KEY_HINT}`);
 
 /**
  * Every environment variable the service reads, in one place (the README's configuration table
@@ -35,7 +43,10 @@ const envSchema = z.object({
   STORAGE_MAX_UPLOAD_BYTES: z.coerce.number().int().min(1).default(50 * 1024 * 1024),
   LLM_BASE_URL: optionalString,
   LLM_API_KEY: optionalString,
-  SECRETS_KEY: optionalString,
+  /** Seals secrets at rest (per-team LLM provider keys): AES-256-GCM. Unset: a generated key in DATA_DIR, except in production. */
+  SECRETS_KEY: optionalAesKey,
+  /** Older SECRETS_KEY values, comma-separated, still accepted for opening (key rotation; docs/llm-providers.md). */
+  SECRETS_KEY_PREVIOUS: aesKeyList,
   IDP_PRIVATE_JWK: optionalString,
   JWT_JWKS_URL: optionalString,
   JWT_SECRET: optionalString,

@@ -4,6 +4,7 @@ import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db/client.js';
 import { PgListener } from '../shared/db/listener.js';
 import { startScheduleReconciler } from '../shared/schedules/temporal-sync.js';
+import { loadSecretKeyRing } from '../shared/secrets/key-ring.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createWorkers, type WorkerSet } from './create-workers.js';
 
@@ -23,6 +24,8 @@ export async function startWorkers(options: {
   log?: (message: string) => void;
 }): Promise<RunningWorkers> {
   const log = options.log ?? (() => {});
+  // First: a bad key file fails the start before any connection is opened.
+  const secrets = await loadSecretKeyRing(options.config);
   const db = createDb(options.databaseUrl, { poolSize: options.config.DATABASE_POOL_SIZE, applicationName: 'wfapp-worker', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });
   const listener = new PgListener(options.databaseUrl, (error) => log(`database listener: ${error.message}`));
   const settings = new SiteSettingsCache(db, { onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`) });
@@ -30,7 +33,7 @@ export async function startWorkers(options: {
   await listener.start();
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
   const workers = await createWorkers({
-    connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings, config: options.config }, workflowBundle: options.workflowBundle,
+    connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings, config: options.config, secrets }, workflowBundle: options.workflowBundle,
     taskQueueSuffix: options.config.TEMPORAL_TASK_QUEUE_SUFFIX,
   });
   // Temporal Schedules follow the schedule rows: fixed at start, then re-checked on a timer.

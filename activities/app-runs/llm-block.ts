@@ -5,6 +5,8 @@ import {
   LLM_IDLE_TIMEOUT_MS, LLM_REQUEST_TIMEOUT_MS, LlmError, streamChatCompletion, type LlmUsage,
 } from '../../shared/app-runs/llm-client.js';
 import type { Database } from '../../shared/db/client.js';
+import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shared/llm-providers/service.js';
+import { SealedSecretError, type SecretKeyRing } from '../../shared/secrets/key-ring.js';
 
 export interface LlmBlockInput {
   runId: string;
@@ -15,6 +17,8 @@ export interface LlmBlockInput {
   system?: string;
   temperature?: number;
   maxTokens?: number;
+  /** The block's `provider`: a team provider's name; unset means the team's `default`, else the environment's. */
+  provider?: string;
 }
 
 export interface LlmBlockOutput {
@@ -25,6 +29,8 @@ export interface LlmBlockOutput {
 export interface LlmBlockDeps {
   db: Database;
   config: { LLM_BASE_URL?: string; LLM_API_KEY?: string };
+  /** Opens the team provider keys of `team_llm_providers`. */
+  secrets: SecretKeyRing;
   /** Production defaults; tests shorten them. */
   options?: {
     /** Whole request. Default 120 s. */
@@ -41,9 +47,10 @@ export interface LlmBlockDeps {
 export const NO_LLM_PROVIDER = 'No LLM provider is configured (set LLM_BASE_URL)';
 
 /**
- * The `llm` block: one streamed chat completion against the default provider (LLM_BASE_URL,
- * LLM_API_KEY). Deltas reach the run's event log as batched `block_chunk` events keyed
- * `<blockId>:chunk:<seq>`; every chunk is written before the activity returns, so the workflow's
+ * The `llm` block: one streamed chat completion against the run's provider: the paying team's
+ * `team_llm_providers` row named by the block's `provider` (or `default`), else, for blocks without
+ * a named provider, the environment's (LLM_BASE_URL, LLM_API_KEY; docs/llm-providers.md). Deltas
+ * reach the run's event log as batched `block_chunk` events keyed `<blockId>:chunk:<seq>`; every chunk is written before the activity returns, so the workflow's
  * `block_complete` follows them. Heartbeats as data arrives (the workflow sets a heartbeatTimeout)
  * and aborts the request when Temporal cancels the activity.
  *
@@ -51,7 +58,23 @@ export const NO_LLM_PROVIDER = 'No LLM provider is configured (set LLM_BASE_URL)
  * timeouts → plain Error (retried). Messages never contain the API key.
  */
 export function createLlmBlockActivities(deps: LlmBlockDeps) {
-  const { db, config } = deps;
+  const { db, config, secrets } = deps;
+
+  /** Base URL and key for this attempt, read fresh each time (a PUT applies to the next run). The key stays in this activity. */
+  async function providerFor(input: LlmBlockInput): Promise<{ baseUrl: string; apiKey?: string }> {
+    try {
+      const team = await resolveRunLlmProvider(db, secrets, input.runId, input.provider);
+      if (team) return team;
+    } catch (error) {
+      if (error instanceof LlmProviderNotConfiguredError) throw ApplicationFailure.nonRetryable(error.message, 'LlmProviderNotConfigured');
+      if (error instanceof SealedSecretError) {
+        throw ApplicationFailure.nonRetryable(`LLM provider '${input.provider ?? 'default'}' key cannot be decrypted: ${error.message}`, 'LlmProviderKeyUnreadable');
+      }
+      throw error; // the database: retried
+    }
+    if (!config.LLM_BASE_URL) throw ApplicationFailure.nonRetryable(NO_LLM_PROVIDER, 'LlmNotConfigured');
+    return { baseUrl: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY };
+  }
   const requestTimeoutMs = deps.options?.requestTimeoutMs ?? LLM_REQUEST_TIMEOUT_MS;
   const idleTimeoutMs = deps.options?.idleTimeoutMs ?? LLM_IDLE_TIMEOUT_MS;
   const flushIntervalMs = deps.options?.flushIntervalMs ?? 50;
@@ -59,15 +82,15 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
 
   return {
     async runLlmBlock(input: LlmBlockInput): Promise<LlmBlockOutput> {
-      if (!config.LLM_BASE_URL) throw ApplicationFailure.nonRetryable(NO_LLM_PROVIDER, 'LlmNotConfigured');
+      const provider = await providerFor(input);
       const context = activityContext();
       const heartbeat = () => { context?.heartbeat(); };
       const writer = new ChunkWriter(db, input.runId, input.blockId, { intervalMs: flushIntervalMs, maxBytes: flushBytes });
       heartbeat();
       try {
         const result = await streamChatCompletion({
-          baseUrl: config.LLM_BASE_URL,
-          apiKey: config.LLM_API_KEY,
+          baseUrl: provider.baseUrl,
+          apiKey: provider.apiKey,
           model: input.model,
           prompt: input.prompt,
           system: input.system,

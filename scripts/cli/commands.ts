@@ -16,6 +16,7 @@ import { agentCommands } from './agent-commands.js';
 import { documentCommands } from './document-commands.js';
 import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
 import { oauthCommands } from './oauth-commands.js';
+import { releaseCommands } from './release-commands.js';
 
 export interface CliContext {
   config: Config;
@@ -34,6 +35,7 @@ export const commands: Record<string, Command> = {
   ...agentCommands,
   ...oauthCommands,
   ...documentCommands,
+  ...releaseCommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });

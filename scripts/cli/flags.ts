@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 
 export class CliError extends Error {
@@ -49,3 +50,18 @@ export const jsonFlag = z.string().transform((text, ctx) => {
     return z.NEVER;
   }
 });
+
+/** A JSON file named by `--<flag>`; a missing, unreadable or non-JSON file is a usage error naming the flag. */
+export async function readJsonFile(flag: string, file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new CliError('invalid_flag', `Invalid --${flag}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new CliError('invalid_flag', `Invalid --${flag}: ${file} is not valid JSON (${(error as Error).message})`);
+  }
+}

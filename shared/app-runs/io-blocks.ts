@@ -6,7 +6,11 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
 export interface HttpBlockRequest { runId: string; blockId: string; method: HttpMethod; url: string; headers: Record<string, string>; body: unknown }
 export interface HttpBlockResult { status: number; headers: Record<string, string>; body: unknown }
 
-export interface LlmBlockRequest { runId: string; blockId: string; model: string; prompt: string; system?: string; temperature?: number; maxTokens?: number }
+export interface LlmBlockRequest {
+  runId: string; blockId: string; model: string; prompt: string; system?: string; temperature?: number; maxTokens?: number;
+  /** A team provider's name (docs/llm-providers.md); only the name crosses the workflow, never a URL or key. */
+  provider?: string;
+}
 export interface LlmBlockResult { text: string; usage: { promptTokens: number; completionTokens: number; totalTokens: number } | null }
 
 export interface IoBlockActivities {

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
-import type { Principal } from '../credentials/principal.js';
+import type { Principal, PrincipalOf } from '../credentials/principal.js';
 import { assertWithinCreditLimit } from '../credentials/api-keys.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -15,9 +15,19 @@ import { RUN_BASE_COST_MILLI } from '../billing/pricing.js';
 
 export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';
 
-/** Who starts a run: a credential of the run endpoints, or a webhook trigger whose secret matched. */
+/**
+ * Who starts a run: a credential of the run endpoints, a webhook trigger whose secret matched, or a
+ * grantee team calling through a cross-team binding (`apiKey` when it called with one, so the key's
+ * budget applies and its usage counts).
+ */
 export type CredentialRunCaller = Extract<Principal, { kind: 'api-key' | 'schedule' | 'oauth' }>;
-export type RunCaller = CredentialRunCaller | { kind: 'webhook'; webhookId: string; teamId: string };
+export type CrossTeamRunCaller = {
+  kind: 'cross-team'; bindingId: string; teamId: string; userId: string | null;
+  apiKey?: Pick<PrincipalOf<'api-key'>, 'apiKeyId' | 'limitCredits' | 'usageCredits'>;
+};
+/** An agent binding calling through a release: the binding's team pays (docs/decisions.md "Releases"). */
+export type AgentRunCaller = { kind: 'agent'; bindingId: string; teamId: string; userId: string };
+export type RunCaller = CredentialRunCaller | { kind: 'webhook'; webhookId: string; teamId: string } | CrossTeamRunCaller | AgentRunCaller;
 
 const deploymentColumns = ['id', 'document_id', 'team_id', 'visibility', 'api_schema', 'published_by', 'version_major', 'version_minor'] as const;
 export type DeploymentRow = { id: string; document_id: string; team_id: string; visibility: 'private' | 'public'; api_schema: unknown; published_by: string | null; version_major: number; version_minor: number };
@@ -56,10 +66,11 @@ export async function assertMayRun(db: Database, deployment: DeploymentRow, call
 
 /**
  * Who pays: the key's team for API keys, the trigger's team for webhooks (set on publish), the
- * deployment's team for schedule and OAuth callers.
+ * grantee team through a cross-team binding, the binding's team for agents, the deployment's team
+ * for schedule and OAuth callers.
  */
 function payingTeam(deployment: DeploymentRow, caller: RunCaller): string {
-  return caller.kind === 'api-key' || caller.kind === 'webhook' ? caller.teamId : deployment.team_id;
+  return caller.kind === 'schedule' || caller.kind === 'oauth' ? deployment.team_id : caller.teamId;
 }
 
 /** The server-set `_trigger` context of a run (spec §4.1 rule 4, §4.2 rule 4). */
@@ -67,6 +78,7 @@ function triggerOf(caller: RunCaller): { source: string } & Record<string, unkno
   switch (caller.kind) {
     case 'schedule': return { source: 'schedule', schedule_id: caller.scheduleId };
     case 'webhook': return { source: 'webhook', webhook_id: caller.webhookId };
+    case 'cross-team': return { source: 'cross-team', binding_id: caller.bindingId };
     default: return { source: 'api' };
   }
 }
@@ -92,10 +104,9 @@ export interface StartedRun {
  * Validates, checks credits, records the run and its `run_start` event, then starts `app-run-<id>`.
  * Nothing is written when a check fails.
  */
-export async function startRun(
-  deps: { db: Database; temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void },
-  request: RunRequest,
-): Promise<StartedRun> {
+export interface StartRunDeps { db: Database; temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void }
+
+export async function startRun(deps: StartRunDeps, request: RunRequest): Promise<StartedRun> {
   const { db } = deps;
   const recorded = await recordRun(db, request);
   if (recorded.replayed) return { ...recorded, started: Promise.resolve() };
@@ -121,19 +132,21 @@ export async function startRun(
  */
 export async function recordRun(db: Database, request: RunRequest): Promise<RecordedRun> {
   const { deployment, caller } = request;
-  const idempotency = request.idempotency && caller.kind !== 'webhook' ? { ...request.idempotency, scope: idempotencyScope(caller) } : undefined;
+  const idempotency = request.idempotency && caller.kind !== 'webhook' && caller.kind !== 'cross-team' && caller.kind !== 'agent'
+    ? { ...request.idempotency, scope: idempotencyScope(caller) } : undefined;
   if (idempotency) {
     const earlier = await findIdempotentRun(db, idempotency);
     if (earlier) return { runId: earlier, replayed: true, documentId: deployment.document_id };
   }
   const problems = validateRunInputs(deployment.api_schema as { inputs: ApiSchemaField[] }, request.inputs);
   if (problems.length > 0) throw new AppError(400, 'Input validation failed', 'Input validation failed', { details: problems });
-  if (caller.kind === 'api-key') assertWithinCreditLimit(caller);
+  const apiKey = caller.kind === 'api-key' ? caller : caller.kind === 'cross-team' ? caller.apiKey : undefined;
+  if (apiKey) assertWithinCreditLimit(apiKey);
   const teamId = payingTeam(deployment, caller);
   const runId = newId();
   const inputs = withTrigger(request.inputs, triggerOf(caller), new Date());
-  const apiKeyId = caller.kind === 'api-key' ? caller.apiKeyId : null;
-  const userId = caller.kind === 'api-key' || caller.kind === 'oauth' ? caller.userId : null;
+  const apiKeyId = apiKey?.apiKeyId ?? null;
+  const userId = caller.kind === 'api-key' || caller.kind === 'oauth' || caller.kind === 'cross-team' || caller.kind === 'agent' ? caller.userId : null;
   const insert = () => db.transaction().execute(async (trx) => {
     // The charge and the run row commit together: no run without its charge, no charge without a run.
     const charged = await trx.updateTable('credit_balances')

@@ -44,6 +44,11 @@ export const accessMatrix = {
     accept: ['api-key', 'schedule', 'oauth'], oauthScopes: ['chat:completions'], xApiKey: true,
     wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
   },
+  /** Cross-team bindings list and proxy: the run credentials of the grantee team (docs/cross-team.md). */
+  crossTeam: {
+    accept: ['api-key', 'schedule', 'oauth'], oauthScopes: ['chat:completions'], xApiKey: true,
+    wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
+  },
   documentRun: {
     accept: ['api-key'], xApiKey: true, wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
     wrongKindMessage: 'Unauthorized: Document ID route only supports API key authentication',
@@ -56,6 +61,16 @@ export const accessMatrix = {
   /** Reading or cancelling a run already started (resume a stream, cancel): the run's own kinds of caller. */
   runFollowUp: {
     accept: ['jwt', 'api-key', 'oauth', 'schedule'], xApiKey: true,
+    wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
+  },
+  /**
+   * The release gateway (§4.1 `/r/...`) once it has decided the call needs a credential: API keys,
+   * OAuth (`chat:completions`, as the run route) and agent bindings, with no per-path grant (the
+   * release is what the agent was given). The gateway applies this row itself, after matching the
+   * endpoint, because whether a credential is needed depends on the endpoint (`skipAuth`).
+   */
+  releaseGateway: {
+    accept: ['api-key', 'oauth', 'agent'], oauthScopes: ['chat:completions'], xApiKey: true,
     wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
   },
   /** Connectors: a signed-in person only. */

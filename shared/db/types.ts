@@ -307,6 +307,53 @@ export interface ScheduleLogsTable {
   result: ColumnType<Record<string, unknown>, string | undefined, string>;
 }
 
+export interface CrossTeamBindingsTable {
+  id: string;
+  owner_team_id: string;
+  grantee_team_id: string;
+  document_id: string;
+  deployment_id: string | null;
+  name: string;
+  created_by: string | null;
+  created_at: Timestamp;
+  revoked_at: NullableTimestamp;
+}
+
+export interface ReleasesTable {
+  id: string;
+  project_id: string;
+  team_id: string;
+  alias: string;
+  config: ColumnType<unknown, string | undefined, string>;
+  anonymous_api_key_id: string | null;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface ReleaseVersionsTable {
+  id: string;
+  release_id: string;
+  version_major: number;
+  version_minor: number;
+  endpoints: Json;
+  created_by: string | null;
+  created_at: Timestamp;
+}
+
+/** Per-team LLM provider settings; `api_key_sealed` opens with the secrets key ring (shared/secrets). */
+export interface TeamLlmProvidersTable {
+  team_id: string;
+  name: string;
+  base_url: string;
+  api_key_sealed: string;
+  api_key_preview: string | null;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -333,6 +380,10 @@ export interface DB {
   webhook_triggers: WebhookTriggersTable;
   schedules: SchedulesTable;
   schedule_logs: ScheduleLogsTable;
+  releases: ReleasesTable;
+  release_versions: ReleaseVersionsTable;
+  cross_team_bindings: CrossTeamBindingsTable;
+  team_llm_providers: TeamLlmProvidersTable;
 }
 
 export type User = Selectable<UsersTable>;

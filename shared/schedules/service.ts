@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.js';
+import { isUniqueViolation } from '../db/errors.js';
 import type { PlanCode } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
@@ -87,8 +88,6 @@ async function checkCount(db: Database, settings: SiteSettingsCache, team: { id:
 async function checkDeployment(db: Database, projectId: string, deploymentId: string | null | undefined): Promise<void> {
   if (deploymentId && !(await repo.deploymentInProject(db, deploymentId, projectId))) throw errors.deployment();
 }
-
-const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === '23505';
 
 async function mapNameConflict<T>(work: () => Promise<T>): Promise<T> {
   try {

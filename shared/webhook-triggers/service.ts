@@ -81,7 +81,7 @@ export async function acceptTriggerCall(db: Database, webhookId: string, present
 
 /** Counted only for calls whose secret matched, so strangers can neither spend nor probe a webhook's budget. */
 export async function assertWithinRateLimit(limiter: RateLimiter, webhookId: string, perMinute: number, setHeaders: (headers: Record<string, string>) => void): Promise<void> {
-  const decision = await limiter.consume(`webhook:${webhookId}`, perMinute);
+  const decision = await limiter.consume(`webhook:${webhookId}`, { points: perMinute, windowSeconds: 60 });
   setHeaders({
     'x-ratelimit-limit': String(perMinute), 'x-ratelimit-remaining': String(decision.remaining), 'x-ratelimit-reset': String(decision.retryAfterSeconds),
     ...(decision.allowed ? {} : { 'retry-after': String(decision.retryAfterSeconds) }),

@@ -18,7 +18,7 @@ describe('runLlmBlock activity', () => {
   let newRun: () => Promise<string>;
 
   const activities = (options: LlmBlockDeps['options'] = {}, config: LlmBlockDeps['config'] = { LLM_BASE_URL: llm.url, LLM_API_KEY: KEY }) =>
-    createLlmBlockActivities({ db: stack.db, config, options });
+    createLlmBlockActivities({ db: stack.db, config, secrets: stack.deps.secrets, options });
   const chunkRows = async (runId: string) =>
     stack.db.selectFrom('run_events').select(['id', 'event_key', 'type', 'payload']).where('run_id', '=', runId).orderBy('id').execute();
   const concatenated = async (runId: string) =>

@@ -45,10 +45,16 @@ const expected: Record<AccessRuleName, Record<Caller, Outcome>> = {
   deploymentRun: {
     jwt: unauthorized, 'api-key': OK, 'oauth-no-scope': scope, 'oauth-all-scopes': OK, 'agent-no-grant': unauthorized, 'agent-granted': unauthorized, schedule: OK,
   },
+  crossTeam: {
+    jwt: unauthorized, 'api-key': OK, 'oauth-no-scope': scope, 'oauth-all-scopes': OK, 'agent-no-grant': unauthorized, 'agent-granted': unauthorized, schedule: OK,
+  },
   documentRun: Object.fromEntries(callers.map((c) => [c, c === 'api-key' ? OK : [401, 'Unauthorized: Document ID route only supports API key authentication']])) as Record<Caller, Outcome>,
   v1: Object.fromEntries(callers.map((c) => [c, c === 'api-key' ? OK : [401, 'Unauthorized: the /v1 API only accepts API keys']])) as Record<Caller, Outcome>,
   runFollowUp: {
     jwt: OK, 'api-key': OK, 'oauth-no-scope': OK, 'oauth-all-scopes': OK, 'agent-no-grant': unauthorized, 'agent-granted': unauthorized, schedule: OK,
+  },
+  releaseGateway: {
+    jwt: unauthorized, 'api-key': OK, 'oauth-no-scope': scope, 'oauth-all-scopes': OK, 'agent-no-grant': OK, 'agent-granted': OK, schedule: unauthorized,
   },
   connectors: Object.fromEntries(callers.map((c) => [c, c === 'jwt' ? OK : [401, 'unauthorized']])) as Record<Caller, Outcome>,
 };

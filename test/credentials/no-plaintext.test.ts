@@ -34,6 +34,14 @@ describe('plaintext tokens never reach the database or the logs', () => {
       await app.inject({ method: 'POST', url: '/my/default-project/ensure', headers: { authorization: `Bearer ${token}` }, payload: {} });
       await app.inject({ method: 'GET', url: '/my', headers: { authorization: `Bearer ${token}x` } }); // and a failed attempt
     }
+    // A team LLM provider key (write-only, stored sealed) is held to the same rule.
+    const providerKey = 'sk-provider-plaintext-check-5e6f';
+    const provider = await app.inject({
+      method: 'PUT', url: `/teams/${team.id}/llm-providers/acme`, headers: { authorization: `Bearer ${jwt}` },
+      payload: { baseUrl: 'https://llm.example/v1', apiKey: providerKey },
+    });
+    expect(provider.statusCode).toBe(200);
+    tokens.push(providerKey);
     await app.close();
 
     expect(logs.length).toBeGreaterThan(1000); // the logger really wrote

@@ -16,6 +16,7 @@ import { RunEventHub } from '../../shared/app-runs/event-log.js';
 import { PgListener } from '../../shared/db/listener.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createRateLimiter } from '../../shared/rate-limit/rate-limiter.js';
+import { loadSecretKeyRing } from '../../shared/secrets/key-ring.js';
 import { connectTemporalClient } from '../../temporal/connection.js';
 import { createWorkers, type WorkerSet } from '../../worker/create-workers.js';
 import { TEMPLATE_DATABASE } from './names.js';
@@ -74,8 +75,9 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
   const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL });
+  const secrets = await loadSecretKeyRing(config);
   const deps: AppDeps = {
-    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter, temporal: { client: temporal.client, connection: temporal.connection },
+    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter, secrets, temporal: { client: temporal.client, connection: temporal.connection },
   };
   const app = await buildApp(deps, { logger: false });
 
@@ -85,7 +87,7 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
     async startWorker() {
       const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
       const set = await createWorkers({
-        connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, settings, config },
+        connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, settings, config, secrets },
         workflowBundle: { codePath: inject('workflowBundlePath') }, taskQueueSuffix: id,
       });
       void set.run();
@@ -99,6 +101,7 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
         await connection.close();
       }
       await temporal.close();
+      await rateLimiter.close();
       await listener.close();
       await db.destroy();
       await rm(dataDir, { recursive: true, force: true });

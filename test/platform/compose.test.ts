@@ -25,6 +25,12 @@ describe('docker-compose.yml', () => {
     expect(existsSync(entry.replace(/^dist\//, '').replace(/\.js$/, '.ts'))).toBe(true);
   });
 
+  it('the API shares rate-limit state through the Redis service', () => {
+    expect(services.redis!.image).toMatch(/^redis:/);
+    expect(services.api!.environment!.REDIS_URL).toBe('${REDIS_URL:-redis://redis:6379}');
+    expect(services.api!.depends_on).toMatchObject({ redis: { condition: 'service_healthy' } });
+  });
+
   it('api and worker wait for migrations and a healthy Temporal', () => {
     for (const name of ['api', 'worker']) {
       expect(services[name]!.depends_on).toMatchObject({

@@ -201,6 +201,7 @@ export function resolveIoBlock(block: Block, context: EvaluationContext): IoBloc
           ...(c.system !== undefined ? { system: asText(renderTemplate(c.system, context)) } : {}),
           ...(c.temperature !== undefined ? { temperature: c.temperature } : {}),
           ...(c.maxTokens !== undefined ? { maxTokens: c.maxTokens } : {}),
+          ...(c.provider !== undefined ? { provider: c.provider } : {}),
         },
       };
     }

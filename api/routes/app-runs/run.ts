@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { StoredRunEvent } from '../../../shared/app-runs/event-log.js';
-import { ResponseBudget, checkBodySize, checkInputLimits } from '../../../shared/app-runs/limits.js';
+import { ResponseBudget, checkInputLimits } from '../../../shared/app-runs/limits.js';
 import { assertMayRun, findRunDeployment, startRun, type CredentialRunCaller } from '../../../shared/app-runs/run-service.js';
 import { runResultOf } from '../../../shared/app-runs/run-result.js';
 import { sha256Hex } from '../../../shared/crypto.js';
@@ -11,6 +11,7 @@ import { AppError } from '../../../shared/errors.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 import { eventFrame } from './frames.js';
+import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from './run-route-kit.js';
 
 const runBody = z.object({
   inputs: z.record(z.string(), z.unknown()).default({}),
@@ -21,8 +22,6 @@ const runBody = z.object({
 }).loose();
 type RunBody = z.infer<typeof runBody>;
 
-/** Hard ceiling for run bodies; the effective cap is the `run.input_limit` setting (4 MiB by default). */
-const RUN_BODY_CEILING_BYTES = 64 * 1024 * 1024;
 
 const runQuery = z.object({ trace: z.string().optional().describe('`full` adds globalCtx and session errors') });
 
@@ -53,12 +52,7 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     const { inputs: { _trigger: _ignored, ...inputs } } = body;
     checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
     const idempotency = idempotencyOf(request, by, body);
-    const { runId, documentId } = await startRun(
-      {
-        db: deps.db, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
-        onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
-      },
-      { deployment, caller, inputs, trace, timeoutSeconds, idempotency },
+    const { runId, documentId } = await startRun(runStarter(deps, request), { deployment, caller, inputs, trace, timeoutSeconds, idempotency },
     );
 
     // A client that goes away stops reading; the run itself goes on (resume with the run id).
@@ -92,12 +86,7 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     })()));
   }
 
-  // The run.input_limit body cap is a site setting, so it is checked here against Content-Length
-  // before the body is read; the route's own bodyLimit is only the hard ceiling.
-  app.addHook('preParsing', async (request) => {
-    const length = Number(request.headers['content-length']);
-    if (Number.isFinite(length)) checkBodySize(length, await deps.settings.get('run.input_limit'));
-  });
+  checkRunBodySizeBeforeParsing(app, deps);
 
   app.post('/api/released-app/:deploymentId/run', {
     config: { access: 'deploymentRun' },

@@ -8,6 +8,7 @@ import { AppError } from '../../../shared/errors.js';
 import { isUuid } from '../../../shared/ids.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
+import { runStarter } from './run-route-kit.js';
 
 /** The generic output of a run: the last session's output (the app's final block), or null. */
 function outputOf(result: unknown): unknown {
@@ -54,12 +55,7 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     const inputs = { [fields.length === 1 ? fields[0]!.name : 'input']: request.body.input };
     checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
     const timeoutSeconds = await deps.settings.get('run.max_timeout_seconds');
-    const { runId } = await startRun(
-      {
-        db, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
-        onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
-      },
-      { deployment, caller, inputs, trace: false, timeoutSeconds },
+    const { runId } = await startRun(runStarter(deps, request), { deployment, caller, inputs, trace: false, timeoutSeconds },
     );
     for await (const _event of deps.runEvents.events(db, runId)) { /* wait for the terminal event */ }
     const run = await db.selectFrom('runs').select(['status', 'result', 'error']).where('id', '=', runId).executeTakeFirstOrThrow();

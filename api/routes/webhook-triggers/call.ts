@@ -1,24 +1,17 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { StoredRunEvent } from '../../../shared/app-runs/event-log.js';
-import { ResponseBudget, checkBodySize, checkInputLimits } from '../../../shared/app-runs/limits.js';
-import { runResultOf } from '../../../shared/app-runs/run-result.js';
+import { checkInputLimits } from '../../../shared/app-runs/limits.js';
 import { startRun } from '../../../shared/app-runs/run-service.js';
 import {
   acceptTriggerCall, assertWithinRateLimit, markTriggered, requireBillableTeam, webhookNotFound,
 } from '../../../shared/webhook-triggers/service.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
+import { awaitRunResult, runResultSchema } from '../app-runs/json-result.js';
+import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from '../app-runs/run-route-kit.js';
 
-/** Hard ceiling, as on the run endpoints; the effective cap is `run.input_limit.maxBodyBytes` (4 MiB by default). */
-const BODY_CEILING_BYTES = 64 * 1024 * 1024;
 
-const runResult = z.object({
-  runId: z.uuid(), documentId: z.uuid(), sessions: z.array(z.unknown()), duration: z.number().nullable(),
-  status: z.string().describe('`completed`, or how the run ended (`failed`, `timed_out`, `cancelled`)'),
-  timedOut: z.boolean(), error: z.unknown().optional().describe('only when the run did not complete'),
-});
 // The webhook envelope (spec §7.1, §7.3); extra fields such as `details`, `field`, `limit` pass through.
 const webhookError = z.object({ code: z.string(), message: z.string() }).loose();
 
@@ -47,15 +40,10 @@ export const webhookTriggerCallRoutes: FastifyPluginAsyncZod<AppDeps> = async (a
     return reply.code(status).send({ code: error, message });
   });
 
-  // The body cap is a site setting, so it is checked against Content-Length before the body is
-  // read; the route's bodyLimit is only the hard ceiling.
-  app.addHook('preParsing', async (request) => {
-    const length = Number(request.headers['content-length']);
-    if (Number.isFinite(length)) checkBodySize(length, await deps.settings.get('run.input_limit'));
-  });
+  checkRunBodySizeBeforeParsing(app, deps);
 
   app.post('/:webhookId', {
-    bodyLimit: BODY_CEILING_BYTES,
+    bodyLimit: RUN_BODY_CEILING_BYTES,
     schema: {
       tags: ['webhook-triggers'],
       summary: 'Call a webhook trigger: runs the published version with the JSON body as its inputs',
@@ -65,7 +53,7 @@ export const webhookTriggerCallRoutes: FastifyPluginAsyncZod<AppDeps> = async (a
       params: z.object({ webhookId: z.string() }),
       body: z.record(z.string(), z.unknown()).nullish().describe('the run inputs, keyed by input block name or id'),
       response: {
-        200: runResult,
+        200: runResultSchema,
         400: webhookError.describe('invalid body, `Input validation failed`, or an input limit (§8.1)'),
         402: webhookError.describe('`insufficient_credits`'),
         403: webhookError.describe('`webhook_team_missing`: republish the document'),
@@ -82,31 +70,19 @@ export const webhookTriggerCallRoutes: FastifyPluginAsyncZod<AppDeps> = async (a
     // `_trigger` belongs to the server (spec §4.1); recordRun sets it from the caller.
     const { _trigger: _ignored, ...inputs } = request.body ?? {};
     checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
-    const { runId, documentId } = await startRun(
-      {
-        db: deps.db, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
-        onStartFailure: (failedRunId, error) => request.log.error({ err: error, runId: failedRunId }, 'run workflow did not start'),
-      },
-      {
+    const run = await startRun(runStarter(deps, request), {
         deployment: call.deployment, caller: { kind: 'webhook', webhookId: call.webhookId, teamId },
         inputs, trace: false, timeoutSeconds: await deps.settings.get('run.max_timeout_seconds'),
       },
     );
     await markTriggered(deps.db, call.webhookId);
 
-    // A caller that goes away stops waiting; the run itself goes on.
-    const abort = new AbortController();
-    reply.raw.once('close', () => abort.abort());
-    reply.header('x-run-id', runId);
-    let terminal: StoredRunEvent | undefined;
-    for await (const event of deps.runEvents.events(deps.db, runId, { signal: abort.signal })) terminal = event;
-    const result = JSON.stringify(runResultOf(runId, documentId, terminal));
-    const budget = new ResponseBudget((await deps.settings.get('run.response_limit')).maxBytes);
-    if (!budget.add(Buffer.byteLength(result))) {
-      const { error, ...tooLarge } = budget.tooLargeBody(runId);
+    const result = await awaitRunResult(deps, reply, run);
+    if ('tooLarge' in result) {
+      const { error, ...tooLarge } = result.tooLarge;
       return reply.code(413).send({ code: error, ...tooLarge });
     }
     // Already serialized (it had to be measured); Fastify sends a JSON-typed string as it is.
-    return reply.type('application/json; charset=utf-8').send(result as never);
+    return reply.type('application/json; charset=utf-8').send(result.json as never);
   });
 };

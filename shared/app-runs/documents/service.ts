@@ -1,4 +1,5 @@
 import type { Database } from '../../db/client.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from '../graph.js';
@@ -37,9 +38,10 @@ export const toDeploymentView = (row: repo.DeploymentRow): DeploymentView => ({
   apiSchema: row.api_schema as DeploymentView['apiSchema'], createdAt: row.created_at.toISOString(),
 });
 
-type Access = 'none' | 'member' | 'admin';
+export type Access = 'none' | 'member' | 'admin';
 
-async function accessToTeam(db: Database, teamId: string, caller: EditorCaller): Promise<Access> {
+/** The caller's rights in a team's projects; shared with other project-scoped capabilities (releases). */
+export async function accessToTeam(db: Database, teamId: string, caller: EditorCaller): Promise<Access> {
   if (caller.kind === 'operator') return 'admin';
   if (caller.kind === 'api-key' && caller.teamId !== teamId) return 'none';
   const role = await repo.findTeamRole(db, teamId, caller.userId);
@@ -49,7 +51,7 @@ async function accessToTeam(db: Database, teamId: string, caller: EditorCaller):
 }
 
 /** A project the caller may use; one it cannot see answers exactly like a missing one. */
-async function requireProject(db: Database, caller: EditorCaller, projectId: string) {
+export async function requireProject(db: Database, caller: EditorCaller, projectId: string) {
   const project = isUuid(projectId) ? await repo.findActiveProject(db, projectId) : undefined;
   if (!project || (await accessToTeam(db, project.team_id, caller)) === 'none') throw projectNotFound();
   return project;
@@ -134,8 +136,6 @@ export async function listDeployments(db: Database, caller: EditorCaller, docume
   const document = await requireDocument(db, caller, documentId, 'member');
   return (await repo.listActiveDeployments(db, document.id)).map(toDeploymentView);
 }
-
-const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === '23505';
 
 /**
  * Publishes the document's current graph as an immutable deployment: the snapshot and the API

@@ -5,6 +5,9 @@ import * as appRuns from './2026_11_21_0003_app_runs.js';
 import * as storage from './2026_11_21_0004_storage.js';
 import * as runIdempotency from './2026_11_21_0005_run_idempotency.js';
 import * as triggers from './2026_11_21_0006_triggers.js';
+import * as releases from './2026_11_21_0007_releases.js';
+import * as crossTeam from './2026_11_21_0008_cross_team.js';
+import * as providerSettings from './2026_11_21_0009_provider_settings.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -17,4 +20,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_0004_storage': storage,
   '2026_11_21_0005_run_idempotency': runIdempotency,
   '2026_11_21_0006_triggers': triggers,
+  '2026_11_21_0007_releases': releases,
+  '2026_11_21_0008_cross_team': crossTeam,
+  '2026_11_21_0009_provider_settings': providerSettings,
 };
