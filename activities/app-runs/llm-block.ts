@@ -4,7 +4,10 @@ import { appendRunEvents } from '../../shared/app-runs/event-log.js';
 import {
   LLM_IDLE_TIMEOUT_MS, LLM_REQUEST_TIMEOUT_MS, LlmError, streamChatCompletion, type LlmUsage,
 } from '../../shared/app-runs/llm-client.js';
+import { SsrfBlockedError, InvalidUrlError, HostResolutionError, parseAllowList, vetUrl, type VettedTarget } from '../../shared/app-runs/ssrf-guard.js';
+import { chatCompletionsUrl } from '../../shared/app-runs/llm-client.js';
 import type { Database } from '../../shared/db/client.js';
+import type { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shared/llm-providers/service.js';
 import { SealedSecretError, type SecretKeyRing } from '../../shared/secrets/key-ring.js';
 
@@ -31,6 +34,8 @@ export interface LlmBlockDeps {
   config: { LLM_BASE_URL?: string; LLM_API_KEY?: string };
   /** Opens the team provider keys of `team_llm_providers`. */
   secrets: SecretKeyRing;
+  /** `http_block.allow_hosts`: the SSRF guard's allow list, also for team provider URLs. */
+  settings?: Pick<SiteSettingsCache, 'get'>;
   /** Production defaults; tests shorten them. */
   options?: {
     /** Whole request. Default 120 s. */
@@ -60,11 +65,27 @@ export const NO_LLM_PROVIDER = 'No LLM provider is configured (set LLM_BASE_URL)
 export function createLlmBlockActivities(deps: LlmBlockDeps) {
   const { db, config, secrets } = deps;
 
-  /** Base URL and key for this attempt, read fresh each time (a PUT applies to the next run). The key stays in this activity. */
-  async function providerFor(input: LlmBlockInput): Promise<{ baseUrl: string; apiKey?: string }> {
+  /**
+   * A team's provider URL is the team's input, so it goes through the SSRF guard like an `http`
+   * block (and the connection is pinned to the vetted addresses); the operator's LLM_BASE_URL does not.
+   */
+  async function vetTeamProvider(baseUrl: string): Promise<VettedTarget['addresses']> {
+    const rules = parseAllowList(deps.settings ? await deps.settings.get('http_block.allow_hosts') : []);
     try {
-      const team = await resolveRunLlmProvider(db, secrets, input.runId, input.provider);
-      if (team) return team;
+      return (await vetUrl(chatCompletionsUrl(baseUrl), rules)).addresses;
+    } catch (error) {
+      if (error instanceof SsrfBlockedError || error instanceof InvalidUrlError) {
+        throw ApplicationFailure.nonRetryable(`LLM provider refused: ${error.message}`, 'LlmProviderRefused');
+      }
+      if (error instanceof HostResolutionError) throw new Error(`LLM provider unreachable: ${error.message}`, { cause: error });
+      throw error;
+    }
+  }
+
+  /** The paying team's provider for the block, or null for the environment's; the key stays in this activity. */
+  async function teamProviderFor(input: LlmBlockInput): Promise<{ baseUrl: string; apiKey: string } | null> {
+    try {
+      return await resolveRunLlmProvider(db, secrets, input.runId, input.provider);
     } catch (error) {
       if (error instanceof LlmProviderNotConfiguredError) throw ApplicationFailure.nonRetryable(error.message, 'LlmProviderNotConfigured');
       if (error instanceof SealedSecretError) {
@@ -72,6 +93,12 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
       }
       throw error; // the database: retried
     }
+  }
+
+  /** Base URL and key for this attempt, read fresh each time (a PUT applies to the next run). */
+  async function providerFor(input: LlmBlockInput): Promise<{ baseUrl: string; apiKey?: string; pinnedTo?: VettedTarget['addresses'] }> {
+    const team = await teamProviderFor(input);
+    if (team) return { ...team, pinnedTo: await vetTeamProvider(team.baseUrl) };
     if (!config.LLM_BASE_URL) throw ApplicationFailure.nonRetryable(NO_LLM_PROVIDER, 'LlmNotConfigured');
     return { baseUrl: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY };
   }
@@ -91,6 +118,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
         const result = await streamChatCompletion({
           baseUrl: provider.baseUrl,
           apiKey: provider.apiKey,
+          pinnedTo: provider.pinnedTo,
           model: input.model,
           prompt: input.prompt,
           system: input.system,

@@ -1,4 +1,6 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Agent, fetch } from 'undici';
+import { pinnedLookup, type VettedTarget } from './ssrf-guard.js';
 
 // The `llm` block's HTTP side: one streamed OpenAI-compatible chat completion. No database and no
 // Temporal here (activities/app-runs/llm-block.ts adds those), so it is testable on its own.
@@ -30,6 +32,16 @@ export interface ChatCompletionOptions {
   idleTimeoutMs?: number;
   /** Aborts the request (Temporal activity cancellation); the signal's reason is rethrown. */
   signal?: AbortSignal;
+  /**
+   * Addresses the SSRF guard vetted for the base URL's host (team-configured providers): the
+   * connection goes only there. Unset for the operator's own provider (LLM_BASE_URL).
+   */
+  pinnedTo?: VettedTarget['addresses'];
+}
+
+/** One connection for this request, only to the vetted addresses (Host and SNI stay the URL's name). */
+function pinnedAgent(addresses: VettedTarget['addresses']): Agent {
+  return new Agent({ connect: { lookup: pinnedLookup(addresses) } });
 }
 
 export const LLM_REQUEST_TIMEOUT_MS = 120_000;
@@ -69,6 +81,7 @@ export async function streamChatCompletion(
   const idleTimeoutMs = options.idleTimeoutMs ?? LLM_IDLE_TIMEOUT_MS;
   const redact = redactor(options.apiKey);
   const controller = new AbortController();
+  const dispatcher = options.pinnedTo ? pinnedAgent(options.pinnedTo) : undefined;
   let timedOut: string | undefined;
   const abortWith = (reason: string) => {
     timedOut ??= reason;
@@ -87,6 +100,9 @@ export async function streamChatCompletion(
   try {
     touch();
     const response = await fetch(chatCompletionsUrl(options.baseUrl), {
+      // A redirect could lead past the SSRF guard; providers do not redirect API calls.
+      redirect: 'error',
+      ...(dispatcher ? { dispatcher } : {}),
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -126,6 +142,7 @@ export async function streamChatCompletion(
     clearTimeout(idle);
     options.signal?.removeEventListener('abort', onExternalAbort);
     if (!controller.signal.aborted) controller.abort();
+    void dispatcher?.destroy().catch(() => undefined);
   }
 }
 

@@ -5,6 +5,7 @@ import { createLlmBlockActivities } from '../../activities/app-runs/llm-block.js
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { putLlmProvider } from '../../shared/llm-providers/service.js';
 import { createKeyRing, keyIdOf } from '../../shared/secrets/key-ring.js';
+import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { startFakeLlm, type FakeLlm } from '../app-runs/llm-server.js';
 import { publishDirect } from '../harness/apps.js';
@@ -66,7 +67,13 @@ describe('llm blocks with team providers', () => {
     ownerId = tenant.owner.id;
     runKey = tenant.apiKey;
     ownerJwt = await make.jwt(ownerId);
+    // Team provider URLs pass the SSRF guard; these loopback servers are allowed the way operators would.
+    await allowHosts([acmeLlm, otherLlm]);
   });
+  const allowHosts = async (servers: FakeLlm[]) => {
+    await upsertSiteSetting(stack.db, 'http_block.allow_hosts', servers.map((llm) => new URL(llm.url).host));
+    stack.deps.settings.invalidate('http_block.allow_hosts');
+  };
   afterAll(async () => {
     await stack?.close();
     for (const llm of [envLlm, acmeLlm, otherLlm]) await llm?.close();
@@ -108,6 +115,19 @@ describe('llm blocks with team providers', () => {
     await stack.app.inject({ method: 'DELETE', url: `/teams/${teamId}/llm-providers/default`, headers: { authorization: `Bearer ${ownerJwt}` } });
     expect((await run({})).events.at(-1)).toMatchObject({ type: 'run_complete' });
     expect(authorizations(envLlm)).toEqual([`Bearer ${ENV_KEY}`]);
+  });
+
+  it('a team provider URL goes through the SSRF guard: a loopback address that is not allowed fails the run and gets no request', async () => {
+    await allowHosts([otherLlm]);
+    try {
+      expect((await putProvider('blocked', acmeLlm.url, ACME_KEY)).statusCode).toBe(200);
+      const { events } = await run({ provider: 'blocked' });
+      expect(events.find((e) => e.type === 'block_error')).toMatchObject({ blockId: 'ask', error: expect.stringContaining('LLM provider refused: Refused request to address 127.0.0.1') });
+      expect(events.at(-1)).toMatchObject({ type: 'run_error' });
+      expect(acmeLlm.requests).toHaveLength(0);
+    } finally {
+      await allowHosts([acmeLlm, otherLlm]);
+    }
   });
 
   it('a named provider the team has not configured fails the run with that block error (and never falls back to env)', async () => {
