@@ -5,12 +5,11 @@ import type { Session } from '../../shared/app-runs/events.js';
 import type { IoBlockActivities, PdfInputActivities } from '../../shared/app-runs/io-blocks.js';
 import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
 import type { RunStatus } from '../../shared/db/types.js';
-import { databaseActivity, httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
+import { httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
 import { errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext } from './evaluate.js';
 import { initialWalkState, takeReadyBlocks } from './schedule.js';
 import { buildGlobalCtx } from './trace.js';
 
-const { loadRunPlan } = proxyActivities<Activities>(databaseActivity);
 const { runHttpBlock } = proxyActivities<IoBlockActivities>(httpBlockActivity);
 const { runLlmBlock } = proxyActivities<IoBlockActivities>(llmBlockActivity);
 const { extractPdfText } = proxyActivities<PdfInputActivities>(pdfInputActivity);
@@ -22,7 +21,8 @@ async function runIoBlock(runId: string, block: Block, context: EvaluationContex
     ? runLlmBlock({ runId, blockId: block.id, ...call.request })
     : runHttpBlock({ runId, blockId: block.id, ...call.request });
 }
-const { appendRunEvents, finishRun } = proxyLocalActivities<Activities>(runEventsLocalActivity);
+// The plan read is one indexed query: a local activity saves the run two round trips through the server.
+const { appendRunEvents, finishRun, loadRunPlan } = proxyLocalActivities<Activities>(runEventsLocalActivity);
 
 export interface AppRunInput {
   runId: string;
