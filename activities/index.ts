@@ -1,4 +1,5 @@
 import type { ActivityDeps } from './deps.js';
+import { createClaimEvaluationActivities } from './app-runs/claim-evaluation.js';
 import { createHttpBlockActivities } from './app-runs/http-block.js';
 import { createLlmBlockActivities } from './app-runs/llm-block.js';
 import { createPdfInputActivities } from './app-runs/pdf-input.js';
@@ -13,6 +14,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createPlatformActivities(deps),
     ...createAppRunActivities(deps),
+    ...createClaimEvaluationActivities(deps),
     ...createLlmBlockActivities(deps),
     ...createHttpBlockActivities(deps),
     ...createPdfInputActivities(deps),

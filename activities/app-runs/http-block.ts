@@ -14,7 +14,11 @@ import {
   type ResolveFn,
   type VettedTarget,
 } from '../../shared/app-runs/ssrf-guard.js';
+import type { Claim } from '../../shared/app-runs/claims.js';
+import type { ClaimedIoRequest } from '../../shared/app-runs/io-blocks.js';
+import type { Database } from '../../shared/db/client.js';
 import type { SiteSettingsCache } from '../../shared/site-settings/cache.js';
+import { resolveIoRequest, storeClaim } from './claim-store.js';
 
 export type HttpBlockMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
 
@@ -309,15 +313,19 @@ function activityCancellationSignal(): AbortSignal | undefined {
   }
 }
 
-export function createHttpBlockActivities(deps: { settings: Pick<SiteSettingsCache, 'get'> }) {
+export function createHttpBlockActivities(deps: { db: Database; settings: Pick<SiteSettingsCache, 'get'> }) {
   return {
-    async runHttpBlock(input: HttpBlockInput): Promise<HttpBlockOutput> {
+    /** A claimed request is resolved first; a result over the claim threshold is returned as a claim (`output:<blockId>`). */
+    async runHttpBlock(request: HttpBlockInput | ClaimedIoRequest): Promise<HttpBlockOutput | Claim> {
+      const input = await resolveIoRequest(deps.db, request);
       const rules = parseAllowList(await deps.settings.get('http_block.allow_hosts'));
+      let output: HttpBlockOutput;
       try {
-        return await performHttpRequest(input, { rules, signal: activityCancellationSignal() });
+        output = await performHttpRequest(input, { rules, signal: activityCancellationSignal() });
       } catch (error) {
         throw toActivityFailure(error);
       }
+      return storeClaim(deps.db, input.runId, `output:${input.blockId}`, output);
     },
   };
 }

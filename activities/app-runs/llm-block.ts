@@ -6,10 +6,13 @@ import {
 } from '../../shared/app-runs/llm-client.js';
 import { SsrfBlockedError, InvalidUrlError, HostResolutionError, parseAllowList, vetUrl, type VettedTarget } from '../../shared/app-runs/ssrf-guard.js';
 import { chatCompletionsUrl } from '../../shared/app-runs/llm-client.js';
+import type { Claim } from '../../shared/app-runs/claims.js';
+import type { ClaimedIoRequest } from '../../shared/app-runs/io-blocks.js';
 import type { Database } from '../../shared/db/client.js';
 import type { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shared/llm-providers/service.js';
 import { SealedSecretError, type SecretKeyRing } from '../../shared/secrets/key-ring.js';
+import { resolveIoRequest, storeClaim } from './claim-store.js';
 
 export interface LlmBlockInput {
   runId: string;
@@ -108,7 +111,9 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
   const flushBytes = deps.options?.flushBytes ?? 1024;
 
   return {
-    async runLlmBlock(input: LlmBlockInput): Promise<LlmBlockOutput> {
+    /** A claimed request is resolved first; a result over the claim threshold is returned as a claim (`output:<blockId>`). */
+    async runLlmBlock(request: LlmBlockInput | ClaimedIoRequest): Promise<LlmBlockOutput | Claim> {
+      const input = await resolveIoRequest(db, request);
       const provider = await providerFor(input);
       const context = activityContext();
       const heartbeat = () => { context?.heartbeat(); };
@@ -132,7 +137,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
           heartbeat();
         });
         await writer.close();
-        return result;
+        return await storeClaim(db, input.runId, `output:${input.blockId}`, result);
       } catch (error) {
         await writer.discard();
         if (error instanceof LlmError) {

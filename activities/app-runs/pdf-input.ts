@@ -2,7 +2,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../../shared/config.js';
 import type { Database } from '../../shared/db/client.js';
 import { AppError } from '../../shared/errors.js';
-import type { PdfInputRequest, PdfInputResult } from '../../shared/app-runs/io-blocks.js';
+import { isClaim, type Claim } from '../../shared/app-runs/claims.js';
+import type { PdfInputRequest } from '../../shared/app-runs/io-blocks.js';
+import { pdfSourceOf, plainPdfInput } from '../../workflows/app-runs/evaluate.js';
+import { resolveClaims, storeClaim } from './claim-store.js';
 import { createFileStore, parseFileHandle, readFileBuffer, type FileStore } from '../../shared/storage/index.js';
 
 export const PDF_INPUT_MAX_BYTES = 20 * 1024 * 1024;
@@ -52,7 +55,7 @@ export interface PdfInputDeps {
 export function createPdfInputActivities(deps: PdfInputDeps) {
   const store = deps.store ?? createFileStore(deps.config);
 
-  const loadBytes = async (input: PdfInputRequest, label: string): Promise<Buffer> => {
+  const loadBytes = async (input: PdfInputRequest & { value: string }, label: string): Promise<Buffer> => {
     const value = input.value.trim();
     if (parseFileHandle(value)) {
       const run = await deps.db.selectFrom('runs')
@@ -74,8 +77,24 @@ export function createPdfInputActivities(deps: PdfInputDeps) {
   };
 
   return {
-    async extractPdfText(input: PdfInputRequest): Promise<PdfInputResult> {
-      const label = `'${input.inputName ?? input.blockId}'`;
+    /**
+     * A claimed value (a large input) is read from run_payloads first; when it is not a PDF after
+     * all, the block's output is the value itself, as workflows/app-runs/evaluate.ts would give it.
+     * A text over the claim threshold comes back as a claim (`output:<blockId>`).
+     */
+    async extractPdfText(request: PdfInputRequest): Promise<{ text: string | Claim; pages: number }> {
+      const label = `'${request.inputName ?? request.blockId}'`;
+      let source = request.value;
+      if (isClaim(source)) {
+        const value = await resolveClaims<unknown>(deps.db, request.runId, source);
+        const pdf = pdfSourceOf(value);
+        if (pdf === null) {
+          // Not a PDF: plain text (or any JSON value) — the `text` field carries the block's output.
+          return { text: await storeClaim(deps.db, request.runId, `output:${request.blockId}`, plainPdfInput(value)) as string | Claim, pages: 0 };
+        }
+        source = pdf;
+      }
+      const input = { ...request, value: source };
       const bytes = await loadBytes(input, label);
       if (bytes.length > PDF_INPUT_MAX_BYTES) throw refuse(`input ${label}: the PDF is larger than ${PDF_INPUT_MAX_BYTES} bytes`);
       if (!bytes.subarray(0, PDF_MAGIC.length).equals(PDF_MAGIC)) throw refuse(`input ${label} is not a readable PDF`);
@@ -86,7 +105,7 @@ export function createPdfInputActivities(deps: PdfInputDeps) {
         throw refuse(`input ${label} is not a readable PDF`);
       }
       if ('tooManyPages' in result) throw refuse(`input ${label}: the PDF has ${result.tooManyPages} pages; at most ${PDF_INPUT_MAX_PAGES} are read`);
-      return result;
+      return { text: await storeClaim(deps.db, input.runId, `output:${input.blockId}`, result.text), pages: result.pages };
     },
   };
 }

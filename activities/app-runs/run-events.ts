@@ -3,13 +3,15 @@ import { sql, type Transaction } from 'kysely';
 import { graphSchema, type Graph } from '../../shared/app-runs/graph.js';
 import { RUN_EVENTS_CHANNEL, type RunEvent, type Session } from '../../shared/app-runs/events.js';
 import type { DB, RunStatus } from '../../shared/db/types.js';
+import { truncateLargeStrings } from '../../workflows/app-runs/trace.js';
 import type { ActivityDeps } from '../deps.js';
+import { resolveClaims, storeClaim } from './claim-store.js';
 
 /** What the run workflow needs from PostgreSQL: the published graph and the validated inputs. */
 export interface RunPlan {
   documentId: string;
   graph: Graph;
-  /** Already validated by the API, with `_trigger` set. */
+  /** Already validated by the API, with `_trigger` set; values over the claim threshold are claims (`input:<name>`). */
   inputs: Record<string, unknown>;
 }
 
@@ -54,7 +56,12 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
       if (!row) throw ApplicationFailure.nonRetryable(`run ${runId} does not exist`, 'RunNotFound');
       const graph = graphSchema.safeParse(row.snapshot);
       if (!graph.success) throw ApplicationFailure.nonRetryable(`the published graph of run ${runId} does not validate`, 'InvalidGraph');
-      return { documentId: row.document_id, graph: graph.data, inputs: (row.inputs ?? {}) as Record<string, unknown> };
+      // The plan is this activity's result, recorded in workflow history: large inputs travel as claims.
+      const inputs: Record<string, unknown> = {};
+      for (const [key, value] of Object.entries((row.inputs ?? {}) as Record<string, unknown>)) {
+        inputs[key] = key === '_trigger' ? value : await storeClaim(db, runId, `input:${key}`, value);
+      }
+      return { documentId: row.document_id, graph: graph.data, inputs };
     },
 
     /**
@@ -67,7 +74,9 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
         const run = await trx.selectFrom('runs').select('status').where('id', '=', input.runId).forShare().executeTakeFirst();
         if (!run) throw ApplicationFailure.nonRetryable(`run ${input.runId} does not exist`, 'RunNotFound');
         if (run.status !== 'running') return { appended: 0, runOpen: false };
-        return { appended: await insertEvents(trx, input.runId, input.events), runOpen: true };
+        // Outputs may be claims: events carry the real values.
+        const events = await resolveClaims(db, input.runId, input.events);
+        return { appended: await insertEvents(trx, input.runId, events), runOpen: true };
       });
     },
 
@@ -86,7 +95,15 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
         if (!run) throw ApplicationFailure.nonRetryable(`run ${input.runId} does not exist`, 'RunNotFound');
         if (run.status !== 'running') return { status: run.status, finished: false };
 
-        const { outcome } = input;
+        // Sessions' outputs may be claims; a traced run's globalCtx gets the resolved values truncated
+        // the way workflows/app-runs/trace.ts truncates the ones it holds.
+        const outcome: RunOutcome = input.outcome.status === 'completed'
+          ? {
+              ...input.outcome,
+              sessions: await resolveClaims(db, input.runId, input.outcome.sessions),
+              ...(input.outcome.globalCtx ? { globalCtx: await resolveClaims(db, input.runId, input.outcome.globalCtx, truncateLargeStrings) } : {}),
+            }
+          : input.outcome;
         const event: RunEvent = outcome.status === 'completed'
           ? {
               type: 'run_complete', runId: input.runId, sessions: outcome.sessions, completedBlocks: outcome.completedBlocks,

@@ -239,6 +239,14 @@ describe('aggregate tokens (prompt_too_large_tokens)', () => {
     expect(err.error).toBe('prompt_too_large_tokens');
     expect(err.extra).toEqual({ field: 'inputs.a', actual: 1001, limit: 1000 });
   });
+  it('a 1 MB word (one letter repeated) is counted in well under a second, not minutes', () => {
+    const limits = { ...D, maxTextTokens: 100_000 };
+    const started = performance.now();
+    expect(violation({ a: 'y'.repeat(1_000_000) }, limits).error).toBe('prompt_too_large_tokens');
+    expect(() => checkInputLimits({ a: 'y'.repeat(300_000) }, { ...D, maxTextTokens: 200_000 })).not.toThrow();
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
   it('reads special-token text as plain text instead of throwing', () => {
     const limits = { ...D, maxTextTokens: 10 };
     expect(violation({ a: '<|endoftext|>'.repeat(5) }, limits).error).toBe('prompt_too_large_tokens');

@@ -233,7 +233,7 @@ export function checkInputLimits(inputs: Record<string, unknown>, limits: InputL
   for (const f of fields) {
     for (const text of f.texts) {
       if (!text.tokenize) continue;
-      for (const chunk of encodeGenerator(text.value, TOKENIZE_OPTIONS)) {
+      for (const chunk of encodePieces(text.value)) {
         tokens += chunk.length;
         if (tokens > limits.maxTextTokens) {
           throw limitError('prompt_too_large_tokens',
@@ -243,6 +243,28 @@ export function checkInputLimits(inputs: Record<string, unknown>, limits: InputL
       }
     }
   }
+}
+
+/** Longest run of non-space characters encoded as one piece (see encodePieces). */
+const MAX_WORD_CHARS = 256;
+const LONG_WORD = new RegExp(`\\S{${MAX_WORD_CHARS + 1},}`, 'g');
+
+/**
+ * Token chunks of `text`, with every run of more than 256 non-space characters encoded in
+ * 256-character slices. BPE merges within one pre-token cost time quadratic in its length, so a
+ * 1 MB word (one letter repeated) would block the event loop for minutes; sliced, it counts in
+ * milliseconds and over-counts by at most one token per slice. Ordinary text is encoded unchanged.
+ */
+function* encodePieces(text: string): Generator<number[]> {
+  let from = 0;
+  for (const match of text.matchAll(LONG_WORD)) {
+    if (match.index > from) yield* encodeGenerator(text.slice(from, match.index), TOKENIZE_OPTIONS);
+    for (let i = 0; i < match[0].length; i += MAX_WORD_CHARS) {
+      yield* encodeGenerator(match[0].slice(i, i + MAX_WORD_CHARS), TOKENIZE_OPTIONS);
+    }
+    from = match.index + match[0].length;
+  }
+  if (from < text.length) yield* encodeGenerator(text.slice(from), TOKENIZE_OPTIONS);
 }
 
 /** §8.1 total request body: 413 `request_body_too_large`. A non-finite length is not checked. */

@@ -236,6 +236,15 @@ export interface RunEventsTable {
   created_at: Timestamp;
 }
 
+/** A large value of a run (claim check); the workflow carries `{ $claim: key, bytes }` instead. */
+export interface RunPayloadsTable {
+  run_id: string;
+  key: string;
+  payload: Json;
+  bytes: number;
+  created_at: Timestamp;
+}
+
 export interface FilesTable {
   id: string;
   project_id: string;
@@ -375,6 +384,7 @@ export interface DB {
   deployments: DeploymentsTable;
   runs: RunsTable;
   run_events: RunEventsTable;
+  run_payloads: RunPayloadsTable;
   run_idempotency_keys: RunIdempotencyKeysTable;
   files: FilesTable;
   webhook_triggers: WebhookTriggersTable;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpBlockActivities, performHttpRequest, type HttpBlockInput } from '../../activities/app-runs/http-block.js';
+import { createHttpBlockActivities, performHttpRequest, type HttpBlockInput, type HttpBlockOutput } from '../../activities/app-runs/http-block.js';
 import { parseAllowList } from '../../shared/app-runs/ssrf-guard.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
@@ -36,7 +36,8 @@ describe('http block activity (runHttpBlock) and its SSRF guard', () => {
   let stack: TestStack;
   let main: TestServer; // allowed in most tests
   let other: TestServer; // never allowed unless a test says so
-  let run: ReturnType<typeof createHttpBlockActivities>['runHttpBlock'];
+  // Responses under the claim threshold: the activity returns the output itself, not a claim.
+  let run: (input: HttpBlockInput) => Promise<HttpBlockOutput>;
 
   const request = (partial: Partial<HttpBlockInput> & { url: string }) =>
     run({ runId: 'run-1', blockId: 'http-1', method: 'GET', headers: {}, body: undefined, ...partial });
@@ -54,7 +55,8 @@ describe('http block activity (runHttpBlock) and its SSRF guard', () => {
 
   beforeAll(async () => {
     stack = await createTestStack();
-    run = createHttpBlockActivities({ settings: stack.deps.settings }).runHttpBlock;
+    const { runHttpBlock } = createHttpBlockActivities({ db: stack.db, settings: stack.deps.settings });
+    run = async (input) => (await runHttpBlock(input)) as HttpBlockOutput;
     other = await startServer((_req, res) => res.end('other'));
     main = await startServer((req, res, body) => {
       const url = new URL(req.url ?? '/', 'http://x');
@@ -221,7 +223,12 @@ describe('http block activity (runHttpBlock) and its SSRF guard', () => {
   });
 
   it('fails clearly on a response over 1 MiB (streamed, declared, or decompressed)', async () => {
-    expect((await request({ url: `${main.origin}/exactly-1mib` })).body).toHaveLength(1024 * 1024);
+    // The request itself (the activity would store a body this large as a claim: test/app-runs/large-payloads.test.ts).
+    const exact = await performHttpRequest(
+      { method: 'GET', headers: {}, body: undefined, url: `${main.origin}/exactly-1mib` },
+      { rules: parseAllowList([`127.0.0.1:${main.port}`]) },
+    );
+    expect(exact.body).toHaveLength(1024 * 1024);
     for (const path of ['/big', '/big-declared', '/gzip-bomb']) {
       const tooLarge = await failure(request({ url: `${main.origin}${path}` }));
       expect(tooLarge, path).toMatchObject({ type: 'ResponseTooLarge', nonRetryable: true });

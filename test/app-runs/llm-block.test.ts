@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLlmBlockActivities, NO_LLM_PROVIDER, type LlmBlockDeps, type LlmBlockOutput } from '../../activities/app-runs/llm-block.js';
+import { createLlmBlockActivities, NO_LLM_PROVIDER, type LlmBlockDeps, type LlmBlockInput, type LlmBlockOutput } from '../../activities/app-runs/llm-block.js';
 import { appendRunEvents } from '../../shared/app-runs/event-log.js';
 import { createProject } from '../../shared/identity/service.js';
 import { credentialFactory } from '../harness/credentials.js';
@@ -82,7 +82,7 @@ describe('runLlmBlock activity', () => {
     const runId = await newRun();
     const tokens = Array.from({ length: 500 }, (_, i) => ` t${i}`);
     llm.configure({ tokens, delayMs: 1 });
-    const result = await activities().runLlmBlock({ runId, blockId: 'flood', model: 'm', prompt: 'go' });
+    const result = await activities().runLlmBlock({ runId, blockId: 'flood', model: 'm', prompt: 'go' }) as LlmBlockOutput;
     expect(result.text).toBe(tokens.join(''));
     const rows = await chunkRows(runId);
     // 500 tokens over ≥ 500 ms with 50 ms batches: on the order of 10–20 rows, never one per token.
@@ -163,7 +163,7 @@ describe('runLlmBlock activity', () => {
     let heartbeats = 0;
     env.on('heartbeat', () => { heartbeats += 1; });
     const { runLlmBlock } = activities();
-    const result = await env.run(runLlmBlock, { runId, blockId: 'h', model: 'm', prompt: 'p' }) as LlmBlockOutput;
+    const result = await env.run(async (input: LlmBlockInput) => (await runLlmBlock(input)) as LlmBlockOutput, { runId, blockId: 'h', model: 'm', prompt: 'p' }) as LlmBlockOutput;
     expect(result.text).toBe('abcdefghij');
     expect(heartbeats).toBeGreaterThanOrEqual(10);
 

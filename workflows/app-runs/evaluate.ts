@@ -1,6 +1,7 @@
 import { ActivityFailure } from '@temporalio/workflow';
 import jsonata from 'jsonata';
 import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from '../../shared/app-runs/graph.js';
+import { isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { HttpBlockRequest, LlmBlockRequest } from '../../shared/app-runs/io-blocks.js';
 
 // Pure evaluation of the blocks that run inside workflow code (input, template, condition,
@@ -107,10 +108,11 @@ const PDF_BASE64_MAGIC = 'JVBERi0';
 /**
  * For an `input` block of `valueType: 'pdf'`: the value to convert to text by the `extractPdfText`
  * activity (a file handle, a `data:application/pdf;base64,` URI, or bare base64 that starts with
- * the `%PDF-` header), or null when the block's output is its value as is (other input types, and
- * text that is not a PDF, which stays plain text).
+ * the `%PDF-` header, or a claim: the activity reads the stored value and decides), or null when
+ * the block's output is its value as is (other input types, and text that is not a PDF, which
+ * stays plain text).
  */
-export function pdfInputSource(block: Block, inputs: Record<string, unknown>): string | null {
+export function pdfInputSource(block: Block, inputs: Record<string, unknown>): string | Claim | null {
   if (block.type !== 'input') return null;
   let value: unknown;
   try {
@@ -119,6 +121,11 @@ export function pdfInputSource(block: Block, inputs: Record<string, unknown>): s
   } catch {
     return null; // evaluateBlock reports the invalid config
   }
+  return isClaim(value) ? value : pdfSourceOf(value);
+}
+
+/** A PDF input's value as the text `extractPdfText` converts, or null when it is not a PDF. */
+export function pdfSourceOf(value: unknown): string | null {
   const candidate = value !== null && typeof value === 'object' && (value as { _type?: unknown })._type === 'pdf'
     ? (value as { value?: unknown }).value
     : value;
@@ -128,7 +135,7 @@ export function pdfInputSource(block: Block, inputs: Record<string, unknown>): s
 }
 
 /** An `input` block of `valueType: 'pdf'` whose value is `{ _type: 'pdf', value: <text> }` outputs that text. */
-function plainPdfInput(value: unknown): unknown {
+export function plainPdfInput(value: unknown): unknown {
   return value !== null && typeof value === 'object' && (value as { _type?: unknown })._type === 'pdf' && typeof (value as { value?: unknown }).value === 'string'
     ? (value as { value: string }).value
     : value;

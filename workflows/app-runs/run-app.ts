@@ -1,12 +1,14 @@
 import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { KeyedRunEvent, RunOutcome, RunPlan } from '../../activities/app-runs/run-events.js';
+import type { ClaimedEvaluationInput } from '../../activities/app-runs/claim-evaluation.js';
+import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
 import type { IoBlockActivities, PdfInputActivities } from '../../shared/app-runs/io-blocks.js';
 import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
 import type { RunStatus } from '../../shared/db/types.js';
 import { httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
-import { errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext } from './evaluate.js';
+import { errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from './evaluate.js';
 import { initialWalkState, takeReadyBlocks } from './schedule.js';
 import { buildGlobalCtx } from './trace.js';
 
@@ -14,15 +16,41 @@ const { runHttpBlock } = proxyActivities<IoBlockActivities>(httpBlockActivity);
 const { runLlmBlock } = proxyActivities<IoBlockActivities>(llmBlockActivity);
 const { extractPdfText } = proxyActivities<PdfInputActivities>(pdfInputActivity);
 
-/** An I/O block runs as an activity (retried, durable); its templates were rendered here. */
-async function runIoBlock(runId: string, block: Block, context: EvaluationContext): Promise<unknown> {
-  const call = resolveIoBlock(block, context);
+// The plan read is one indexed query: a local activity saves the run two round trips through the server.
+// The claim-check activities are local too: their input (the run's values) is not recorded in history.
+const { appendRunEvents, finishRun, loadRunPlan, evaluateBlockWithClaims, storeRunPayload } = proxyLocalActivities<Activities>(runEventsLocalActivity);
+
+/**
+ * A block's output, or an I/O block's rendered call, computed where its values are: in workflow
+ * code, or — when something the block can read is a claim (docs/app-runs.md "Large payloads") — in
+ * a local activity that resolves the claims first. A value that grows over the claim threshold in
+ * workflow code is stored too, so only claims reach later activity inputs and results.
+ */
+async function evaluate(runId: string, block: Block, context: EvaluationContext, inputs: Record<string, unknown>, claimed: boolean): Promise<unknown> {
+  const io = block.type === 'llm' || block.type === 'http';
+  // An input block only passes its value on (a claim stays a claim): no values to resolve.
+  if (claimed && block.type !== 'input') {
+    const request: ClaimedEvaluationInput = {
+      runId, blockId: block.id, graph: context.graph, outputs: [...context.outputs], inputs, trigger: context.trigger,
+    };
+    return evaluateBlockWithClaims(request);
+  }
+  const value = io ? resolveIoBlock(block, context) : await evaluateBlock(block, context, inputs);
+  if (!exceedsClaimThreshold(value)) return value;
+  return storeRunPayload({ runId, key: `${io ? 'request' : 'output'}:${block.id}`, value });
+}
+
+/** An I/O block runs as an activity (retried, durable); its templates were rendered by `evaluate`. */
+async function runIoBlock(runId: string, block: Block, context: EvaluationContext, inputs: Record<string, unknown>, claimed: boolean): Promise<unknown> {
+  const call = await evaluate(runId, block, context, inputs, claimed) as IoBlockCall | Claim;
+  if (isClaim(call)) {
+    const request = { runId, blockId: block.id, claimedRequest: call };
+    return block.type === 'llm' ? runLlmBlock(request) : runHttpBlock(request);
+  }
   return call.kind === 'llm'
     ? runLlmBlock({ runId, blockId: block.id, ...call.request })
     : runHttpBlock({ runId, blockId: block.id, ...call.request });
 }
-// The plan read is one indexed query: a local activity saves the run two round trips through the server.
-const { appendRunEvents, finishRun, loadRunPlan } = proxyLocalActivities<Activities>(runEventsLocalActivity);
 
 export interface AppRunInput {
   runId: string;
@@ -102,16 +130,21 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<RunOutcome>
   // Set from runBlock; typed by assertion because TypeScript does not see closures assign it.
   let failure = null as { blockId: string; error: string } | null;
 
+  // Claims are whole values: large inputs (loadRunPlan) and large outputs. Once there is one, blocks
+  // that read values are evaluated by an activity; without any, everything stays in workflow code.
+  let claimed = Object.values(inputs).some(isClaim);
+
   const runBlock = async (block: Block): Promise<void> => {
     const streamed = streamedBlockTypes.has(block.type);
     if (streamed) pending.push({ key: `${block.id}:block_start`, event: { type: 'block_start', blockId: block.id, blockType: block.type } });
     try {
       const pdf = pdfInputSource(block, inputs);
       const output = block.type === 'llm' || block.type === 'http'
-        ? await runIoBlock(input.runId, block, context)
+        ? await runIoBlock(input.runId, block, context, inputs, claimed)
         : pdf !== null
           ? (await extractPdfText({ runId: input.runId, blockId: block.id, inputName: block.name || block.id, value: pdf })).text
-          : await evaluateBlock(block, context, inputs);
+          : await evaluate(input.runId, block, context, inputs, claimed);
+      if (isClaim(output)) claimed = true;
       state.outputs.set(block.id, output);
       state.status.set(block.id, 'completed');
       if (streamed) {

@@ -8,6 +8,7 @@ import * as triggers from './2026_11_21_0006_triggers.js';
 import * as releases from './2026_11_21_0007_releases.js';
 import * as crossTeam from './2026_11_21_0008_cross_team.js';
 import * as providerSettings from './2026_11_21_0009_provider_settings.js';
+import * as runPayloads from './2026_11_21_0010_run_payloads.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_0007_releases': releases,
   '2026_11_21_0008_cross_team': crossTeam,
   '2026_11_21_0009_provider_settings': providerSettings,
+  '2026_11_21_0010_run_payloads': runPayloads,
 };

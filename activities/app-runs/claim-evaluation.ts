@@ -1,0 +1,54 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Database } from '../../shared/db/client.js';
+import { BlockFailure, errorMessage, evaluateBlock, resolveIoBlock, type EvaluationContext, type IoBlockCall } from '../../workflows/app-runs/evaluate.js';
+import { resolveClaims, storeClaim } from './claim-store.js';
+
+/** What a block can read, as the workflow holds it: values may be claims. */
+export interface ClaimedEvaluationInput {
+  runId: string;
+  blockId: string;
+  graph: Graph;
+  /** The outputs so far, in the workflow's order (block id, output). */
+  outputs: [string, unknown][];
+  inputs: Record<string, unknown>;
+  trigger: unknown;
+}
+
+/**
+ * Evaluation of blocks that read claimed values (docs/app-runs.md "Large payloads"): the same pure
+ * functions as workflow code (workflows/app-runs/evaluate.ts), run on the resolved values, so the
+ * large values never enter workflow history. Local activities: their input is not recorded; only
+ * the (small, or claimed) result is.
+ */
+export function createClaimEvaluationActivities({ db }: { db: Database }) {
+  return {
+    /**
+     * A pure block's output, or an I/O block's rendered call (`IoBlockCall`); either is returned as
+     * a claim (`output:<blockId>` / `request:<blockId>`) when over the threshold. A block that cannot
+     * produce an output fails without retry, with the message the workflow would have reported.
+     */
+    async evaluateBlockWithClaims(input: ClaimedEvaluationInput): Promise<unknown> {
+      const block = input.graph.blocks.find((b) => b.id === input.blockId);
+      if (!block) throw ApplicationFailure.nonRetryable(`block ${input.blockId} is not in the graph`, 'BlockFailure');
+      const [inputs, outputs] = await resolveClaims(db, input.runId, [input.inputs, input.outputs] as const);
+      const context: EvaluationContext = { graph: input.graph, outputs: new Map(outputs), trigger: input.trigger };
+      try {
+        if (block.type === 'llm' || block.type === 'http') {
+          const call: IoBlockCall = resolveIoBlock(block, context);
+          return await storeClaim(db, input.runId, `request:${block.id}`, call);
+        }
+        return await storeClaim(db, input.runId, `output:${block.id}`, await evaluateBlock(block, context, inputs));
+      } catch (error) {
+        if (error instanceof BlockFailure) throw ApplicationFailure.nonRetryable(errorMessage(error), 'BlockFailure');
+        throw error;
+      }
+    },
+
+    /** Stores a value that grew large in workflow code; returns it as is when it is small after all. */
+    async storeRunPayload(input: { runId: string; key: string; value: unknown }): Promise<unknown> {
+      return storeClaim(db, input.runId, input.key, input.value);
+    },
+
+  };
+}
