@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { StoredRunEvent } from '../../shared/app-runs/event-log.js';
 import { runResultOf, type RunResult } from '../../shared/app-runs/run-result.js';
-import { recordRun, type DeploymentRow } from '../../shared/app-runs/run-service.js';
+import { findLiveRunDeployment, recordRun } from '../../shared/app-runs/run-service.js';
 import type { RunStatus, ScheduleLogStatus } from '../../shared/db/types.js';
 import { AppError } from '../../shared/errors.js';
 import { sha256Hex } from '../../shared/crypto.js';
@@ -49,9 +49,7 @@ export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps
       // Paused in the row but the Temporal Schedule fired before it caught up: not a run.
       if (!schedule.enabled && !request.manual) return { kind: 'skipped', reason: 'task is disabled' };
       if (!schedule.deployment_id) return writeRefusal(request, schedule, 'task has no deployment');
-      const deployment = await db.selectFrom('deployments')
-        .select(['id', 'document_id', 'team_id', 'visibility', 'api_schema', 'published_by', 'version_major', 'version_minor'])
-        .where('id', '=', schedule.deployment_id).where('deleted_at', 'is', null).executeTakeFirst() as DeploymentRow | undefined;
+      const deployment = await findLiveRunDeployment(db, schedule.deployment_id);
       if (!deployment) return writeRefusal(request, schedule, 'Deployment not found');
       const maxTimeoutSeconds = await settings.get('run.max_timeout_seconds');
       const timeoutSeconds = Math.min(schedule.timeout_ms / 1000, maxTimeoutSeconds);

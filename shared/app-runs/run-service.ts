@@ -32,6 +32,12 @@ export type RunCaller = CredentialRunCaller | { kind: 'webhook'; webhookId: stri
 const deploymentColumns = ['id', 'document_id', 'team_id', 'visibility', 'api_schema', 'published_by', 'version_major', 'version_minor'] as const;
 export type DeploymentRow = { id: string; document_id: string; team_id: string; visibility: 'private' | 'public'; api_schema: unknown; published_by: string | null; version_major: number; version_minor: number };
 
+/** A live deployment by id with what a run needs, or undefined (schedules and release endpoints name one directly). */
+export async function findLiveRunDeployment(db: Database, deploymentId: string): Promise<DeploymentRow | undefined> {
+  return db.selectFrom('deployments').select(deploymentColumns)
+    .where('id', '=', deploymentId).where('deleted_at', 'is', null).executeTakeFirst() as Promise<DeploymentRow | undefined>;
+}
+
 /** The deployment a run request names: by id (or by document id), then by `version` among the document's deployments. */
 export async function findRunDeployment(db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined): Promise<DeploymentRow> {
   const documentId = by.documentId ?? (await db.selectFrom('deployments').select('document_id')
@@ -132,8 +138,8 @@ export async function startRun(deps: StartRunDeps, request: RunRequest): Promise
  */
 export async function recordRun(db: Database, request: RunRequest): Promise<RecordedRun> {
   const { deployment, caller } = request;
-  const idempotency = request.idempotency && caller.kind !== 'webhook' && caller.kind !== 'cross-team' && caller.kind !== 'agent'
-    ? { ...request.idempotency, scope: idempotencyScope(caller) } : undefined;
+  // Only the run endpoints' own credentials send Idempotency-Key (and schedules, per attempt).
+  const idempotency = request.idempotency && isCredentialCaller(caller) ? { ...request.idempotency, scope: idempotencyScope(caller) } : undefined;
   if (idempotency) {
     const earlier = await findIdempotentRun(db, idempotency);
     if (earlier) return { runId: earlier, replayed: true, documentId: deployment.document_id };
@@ -146,7 +152,7 @@ export async function recordRun(db: Database, request: RunRequest): Promise<Reco
   const runId = newId();
   const inputs = withTrigger(request.inputs, triggerOf(caller), new Date());
   const apiKeyId = apiKey?.apiKeyId ?? null;
-  const userId = caller.kind === 'api-key' || caller.kind === 'oauth' || caller.kind === 'cross-team' || caller.kind === 'agent' ? caller.userId : null;
+  const userId = 'userId' in caller ? caller.userId : null;
   const insert = () => db.transaction().execute(async (trx) => {
     // The charge and the run row commit together: no run without its charge, no charge without a run.
     const charged = await trx.updateTable('credit_balances')
@@ -188,6 +194,9 @@ export async function recordRun(db: Database, request: RunRequest): Promise<Reco
 }
 
 class IdempotentReplay extends Error {}
+
+const isCredentialCaller = (caller: RunCaller): caller is CredentialRunCaller =>
+  caller.kind === 'api-key' || caller.kind === 'oauth' || caller.kind === 'schedule';
 
 const IDEMPOTENCY_WINDOW_HOURS = 24;
 

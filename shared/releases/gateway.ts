@@ -1,4 +1,4 @@
-import { findRunDeployment, type DeploymentRow } from '../app-runs/run-service.js';
+import { findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../app-runs/run-service.js';
 import { parseVersionRequest, resolveDeploymentVersion } from '../app-runs/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
@@ -40,7 +40,7 @@ export async function matchGatewayCall(db: Database, call: { alias: string; vers
  */
 export async function endpointDeployment(db: Database, endpoint: ReleaseEndpoint): Promise<DeploymentRow> {
   if (endpoint.deploymentId) {
-    const deployment = await repo.findLiveDeployment(db, endpoint.deploymentId);
+    const deployment = await findLiveRunDeployment(db, endpoint.deploymentId);
     if (!deployment) throw new AppError(404, 'Deployment not found');
     return deployment;
   }

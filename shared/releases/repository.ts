@@ -56,9 +56,3 @@ export async function liveTargetsInProject(db: Database, projectId: string, ids:
   return { deploymentIds: new Set(deployments.map((d) => d.id)), documentIds: new Set(documents.map((d) => d.id)) };
 }
 
-/** The deployment an endpoint names by id, if it is still live. */
-export async function findLiveDeployment(db: Database, deploymentId: string) {
-  return db.selectFrom('deployments')
-    .select(['id', 'document_id', 'team_id', 'visibility', 'api_schema', 'published_by', 'version_major', 'version_minor'])
-    .where('id', '=', deploymentId).where('deleted_at', 'is', null).executeTakeFirst();
-}

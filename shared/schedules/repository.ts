@@ -1,7 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
-import type { PlanCode, ScheduleLogsTable, SchedulesTable, TeamRole } from '../db/types.js';
+import type { PlanCode, ScheduleLogsTable, SchedulesTable } from '../db/types.js';
 
 // Kysely queries only: access, quotas and mapping live in service.ts.
 
@@ -14,10 +14,6 @@ export async function findActiveProject(db: Database, projectId: string): Promis
     .select(['p.id', 'p.team_id', 't.plan_code'])
     .where('p.id', '=', projectId).where('p.deleted_at', 'is', null).where('t.deleted_at', 'is', null)
     .executeTakeFirst();
-}
-
-export async function findTeamRole(db: Database, teamId: string, userId: string): Promise<TeamRole | undefined> {
-  return (await db.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst())?.role;
 }
 
 /** Serializes quota checks of one team (two creates cannot both take the last slot). */
