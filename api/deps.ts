@@ -1,4 +1,5 @@
-import type { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import type { TemporalHealthConnection } from '../temporal/connection.js';
 import type { Config } from '../shared/config.js';
 import type { Database } from '../shared/db/client.js';
 import type { Authenticator } from '../shared/credentials/authenticate.js';
@@ -13,7 +14,7 @@ import type { SecretKeyRing } from '../shared/secrets/key-ring.js';
 export interface AppDeps {
   config: Config;
   db: Database;
-  temporal: { client: Client; connection: Connection };
+  temporal: { client: Client; connection: TemporalHealthConnection };
   settings: SiteSettingsCache;
   runEvents: RunEventHub;
   idp: IdentityProvider;

@@ -7,6 +7,7 @@ import { startScheduleReconciler } from '../shared/schedules/temporal-sync.js';
 import { loadSecretKeyRing } from '../shared/secrets/key-ring.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createWorkers, type WorkerSet } from './create-workers.js';
+import { startRunPayloadSweeper } from '../activities/app-runs/payload-sweeper.js';
 
 export interface RunningWorkers {
   workers: WorkerSet;
@@ -40,8 +41,10 @@ export async function startWorkers(options: {
   const reconciler = startScheduleReconciler(db, {
     client: new Client({ connection, namespace: options.config.TEMPORAL_NAMESPACE }), taskQueueSuffix: options.config.TEMPORAL_TASK_QUEUE_SUFFIX,
   }, { intervalMs: options.config.SCHEDULE_RECONCILE_INTERVAL_SECONDS * 1000, log });
+  const sweeper = startRunPayloadSweeper(db, log);
   const done = workers.run().finally(async () => {
     await reconciler.stop();
+    await sweeper.stop();
     await connection.close();
     await listener.close();
     await db.destroy();

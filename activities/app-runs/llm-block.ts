@@ -12,6 +12,10 @@ import type { Database } from '../../shared/db/client.js';
 import type { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shared/llm-providers/service.js';
 import { SealedSecretError, type SecretKeyRing } from '../../shared/secrets/key-ring.js';
+import { chargeLlmTokens } from '../../shared/billing/llm-charges.js';
+import { llmTokenCostMilli } from '../../shared/billing/pricing.js';
+import { countTokens } from '../../shared/app-runs/limits.js';
+import { resolveSiteSetting } from '../../shared/site-settings/schemas.js';
 import { resolveIoRequest, storeClaim } from './claim-store.js';
 
 export interface LlmBlockInput {
@@ -37,7 +41,10 @@ export interface LlmBlockDeps {
   config: { LLM_BASE_URL?: string; LLM_API_KEY?: string };
   /** Opens the team provider keys of `team_llm_providers`. */
   secrets: SecretKeyRing;
-  /** `http_block.allow_hosts`: the SSRF guard's allow list, also for team provider URLs. */
+  /**
+   * `http_block.allow_hosts`: the SSRF guard's allow list, also for team provider URLs; and
+   * `billing.rules`, the token prices. Without it (some tests) the defaults apply.
+   */
   settings?: Pick<SiteSettingsCache, 'get'>;
   /** Production defaults; tests shorten them. */
   options?: {
@@ -64,6 +71,9 @@ export const NO_LLM_PROVIDER = 'No LLM provider is configured (set LLM_BASE_URL)
  *
  * Failures: provider 4xx → non-retryable `LlmRequestRejected` (408/429 excepted); 5xx, network,
  * timeouts → plain Error (retried). Messages never contain the API key.
+ *
+ * Once the stream has finished, the block's tokens are charged to the paying team (docs/billing.md);
+ * a failed or cancelled attempt charges nothing.
  */
 export function createLlmBlockActivities(deps: LlmBlockDeps) {
   const { db, config, secrets } = deps;
@@ -119,8 +129,9 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
       const heartbeat = () => { context?.heartbeat(); };
       const writer = new ChunkWriter(db, input.runId, input.blockId, { intervalMs: flushIntervalMs, maxBytes: flushBytes });
       heartbeat();
+      let result: LlmBlockOutput;
       try {
-        const result = await streamChatCompletion({
+        result = await streamChatCompletion({
           baseUrl: provider.baseUrl,
           apiKey: provider.apiKey,
           pinnedTo: provider.pinnedTo,
@@ -137,7 +148,6 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
           heartbeat();
         });
         await writer.close();
-        return await storeClaim(db, input.runId, `output:${input.blockId}`, result);
       } catch (error) {
         await writer.discard();
         if (error instanceof LlmError) {
@@ -147,8 +157,48 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
         }
         throw error;
       }
+      // Outside the try: a failed charge (the database) is retried like any activity failure, not
+      // mistaken for the provider's. A retry calls the provider again but charges once (llm-charges.ts).
+      await chargeTokens(input, result, context);
+      return await storeClaim(db, input.runId, `output:${input.blockId}`, result);
     },
   };
+
+  /**
+   * Prices the completed block with `billing.rules` as they are now and books it. The provider's
+   * usage when it reported one; otherwise our own count, logged as such, since the output keeps
+   * `usage: null` (it says what the provider said).
+   */
+  async function chargeTokens(input: LlmBlockInput, result: LlmBlockOutput, context: Context | undefined): Promise<void> {
+    const reported = result.usage && isUsableUsage(result.usage) ? result.usage : null;
+    const usage = reported ?? countUsage(input, result.text);
+    const rules = deps.settings ? await deps.settings.get('billing.rules') : resolveSiteSetting('billing.rules', undefined);
+    const costMilli = llmTokenCostMilli(rules, input.model, usage);
+    const { charged } = await chargeLlmTokens(db, { runId: input.runId, blockId: input.blockId, model: input.model, usage, costMilli });
+    context?.log.info('llm block tokens priced', {
+      runId: input.runId, blockId: input.blockId, model: input.model, ...usage, usageSource: reported ? 'provider' : 'counted', costMilli, charged,
+    });
+  }
+}
+
+/**
+ * Provider counts we can price: whole, non-negative numbers (toUsage passes through whatever was
+ * sent), with a positive total. A real request always has prompt tokens, so a total of 0 means an
+ * empty `usage: {}` rather than a count, and is not allowed to make the block free.
+ */
+function isUsableUsage(usage: LlmUsage): boolean {
+  const whole = [usage.promptTokens, usage.completionTokens, usage.totalTokens].every((n) => Number.isSafeInteger(n) && n >= 0);
+  return whole && usage.totalTokens > 0;
+}
+
+/**
+ * Our count when the provider sent none: the text of the system and user messages and of the
+ * completion (o200k_base), without the few tokens of chat framing a provider adds per message.
+ */
+function countUsage(input: Pick<LlmBlockInput, 'prompt' | 'system'>, completion: string): LlmUsage {
+  const promptTokens = countTokens(input.prompt) + (input.system ? countTokens(input.system) : 0);
+  const completionTokens = countTokens(completion);
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
 export type LlmBlockActivities = ReturnType<typeof createLlmBlockActivities>;

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { sql, type Transaction } from 'kysely';
-import { graphSchema, type Graph } from '../../shared/app-runs/graph.js';
+import { parseRunnableGraph } from '../../shared/app-runs/graph-schema.js';
+import type { Graph } from '../../shared/app-runs/graph.js';
 import { RUN_EVENTS_CHANNEL, type RunEvent, type Session } from '../../shared/app-runs/events.js';
 import type { DB, RunStatus } from '../../shared/db/types.js';
 import { truncateLargeStrings } from '../../workflows/app-runs/trace.js';
@@ -54,14 +55,14 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
         .where('runs.id', '=', runId)
         .executeTakeFirst();
       if (!row) throw ApplicationFailure.nonRetryable(`run ${runId} does not exist`, 'RunNotFound');
-      const graph = graphSchema.safeParse(row.snapshot);
-      if (!graph.success) throw ApplicationFailure.nonRetryable(`the published graph of run ${runId} does not validate`, 'InvalidGraph');
+      const graph = parseRunnableGraph(row.snapshot);
+      if (!graph) throw ApplicationFailure.nonRetryable(`the published graph of run ${runId} does not validate`, 'InvalidGraph');
       // The plan is this activity's result, recorded in workflow history: large inputs travel as claims.
       const inputs: Record<string, unknown> = {};
       for (const [key, value] of Object.entries((row.inputs ?? {}) as Record<string, unknown>)) {
         inputs[key] = key === '_trigger' ? value : await storeClaim(db, runId, `input:${key}`, value);
       }
-      return { documentId: row.document_id, graph: graph.data, inputs };
+      return { documentId: row.document_id, graph, inputs };
     },
 
     /**
@@ -100,8 +101,8 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
         const outcome: RunOutcome = input.outcome.status === 'completed'
           ? {
               ...input.outcome,
-              sessions: await resolveClaims(db, input.runId, input.outcome.sessions),
-              ...(input.outcome.globalCtx ? { globalCtx: await resolveClaims(db, input.runId, input.outcome.globalCtx, truncateLargeStrings) } : {}),
+              sessions: await resolveClaims(trx, input.runId, input.outcome.sessions),
+              ...(input.outcome.globalCtx ? { globalCtx: await resolveClaims(trx, input.runId, input.outcome.globalCtx, truncateLargeStrings) } : {}),
             }
           : input.outcome;
         const event: RunEvent = outcome.status === 'completed'

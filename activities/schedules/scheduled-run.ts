@@ -56,7 +56,7 @@ export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps
       const inputs = schedule.trigger_config.inputs;
       let runId: string;
       try {
-        ({ runId } = await recordRun(db, {
+        ({ runId } = await recordRun({ db, settings }, {
           deployment,
           caller: { kind: 'schedule', scheduleId: schedule.id, teamId: schedule.team_id, deploymentId: deployment.id },
           inputs: typeof inputs === 'object' && inputs !== null && !Array.isArray(inputs) ? inputs as Record<string, unknown> : {},

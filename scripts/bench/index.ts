@@ -19,6 +19,7 @@ import { sha256Hex } from '../../shared/crypto.js';
 import { startTemporalDevServer } from '../../temporal/dev-server.js';
 import { concurrentOpsPerSecond, opsPerSecond, report, type Comparison } from './measure.js';
 import { benchRuns } from './runs.js';
+import { startWorkerProcess, waitForWorker } from './worker-process.js';
 import { benchSchedules } from './schedules.js';
 
 const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-'));
@@ -70,15 +71,15 @@ try {
   await app.close();
   bare.close();
 
-  // 4. The run path (issue: run published apps), against a worker on the same Temporal server.
-  const { startWorkers } = await import('../../worker/start.js');
-  const { bundleWorkflows } = await import('../../worker/bundle.js');
-  const workers = await startWorkers({ config, databaseUrl, temporalAddress: temporal.address, workflowBundle: await bundleWorkflows() });
+  // 4. The run path (issue: run published apps). The worker is its own process, as deployed (the
+  // API and the worker each get an event loop); the bench process is the API and the clients.
+  const worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
   try {
-    runRows.push(...(await benchRuns(deps)));
+    await waitForWorker(deps);
+    runRows.push(...(await benchRuns(deps, temporal.address)));
     runRows.push(...(await benchSchedules(deps)));
   } finally {
-    await workers.shutdown();
+    await worker.stop();
   }
   await deps.close();
 } finally {

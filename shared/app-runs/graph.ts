@@ -1,7 +1,9 @@
-import { z } from 'zod';
+// The workflow graph format of CONTRACTS.md, the part the run workflow reads. Pure code with no
+// runtime dependencies: workflow modules are evaluated again for every run, so the zod schemas live
+// in graph-schema.ts (publish time and the run plan's load) and only their types are imported here.
+import type { BlockConfig, Block, Graph } from './graph-schema.js';
 
-// The workflow graph format of CONTRACTS.md. Pure code: the API validates with it at publish time
-// and the run workflow walks it, so it imports nothing with I/O.
+export type { Block, BlockConfig, Edge, Graph } from './graph-schema.js';
 
 export const blockTypes = ['input', 'template', 'condition', 'transform', 'llm', 'http', 'output'] as const;
 export type BlockType = (typeof blockTypes)[number];
@@ -11,101 +13,12 @@ export type InputValueType = (typeof inputValueTypes)[number];
 /** Block types whose events reach the caller's stream and `sessions[]`; the others are internal. */
 export const streamedBlockTypes: ReadonlySet<BlockType> = new Set(['transform', 'llm', 'http', 'output']);
 
-const blockConfigs = {
-  input: z.object({ valueType: z.enum(inputValueTypes), required: z.boolean().default(false), default: z.unknown().optional() }),
-  template: z.object({ template: z.string() }),
-  condition: z.object({ expression: z.string().min(1) }),
-  transform: z.object({ expression: z.string().min(1) }),
-  llm: z.object({
-    model: z.string().min(1), prompt: z.string(), system: z.string().optional(),
-    temperature: z.number().min(0).max(2).optional(), maxTokens: z.number().int().positive().optional(), provider: z.string().optional(),
-  }),
-  http: z.object({
-    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']), url: z.string().min(1),
-    headers: z.record(z.string(), z.string()).optional(), body: z.unknown().optional(),
-  }),
-  output: z.object({ value: z.string() }),
-} satisfies Record<BlockType, z.ZodType>;
-
-export const blockSchema = z.object({
-  id: z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'block ids are 1-64 letters, digits, _ or -, starting with a letter or _'),
-  type: z.enum(blockTypes),
-  name: z.string().max(200).default(''),
-  config: z.record(z.string(), z.unknown()).default({}),
-});
-export const edgeSchema = z.object({ from: z.string(), to: z.string(), when: z.boolean().optional() });
-export const graphSchema = z.object({ blocks: z.array(blockSchema).max(500), edges: z.array(edgeSchema).max(2000).default([]) });
-
-export type Block = z.infer<typeof blockSchema>;
-export type Edge = z.infer<typeof edgeSchema>;
-export type Graph = z.infer<typeof graphSchema>;
-export type BlockConfig<T extends BlockType> = z.infer<(typeof blockConfigs)[T]>;
-
-export interface GraphProblem { blockId: string | null; message: string }
-
-export function configOf<T extends BlockType>(block: Block & { type: T }): BlockConfig<T> {
-  return blockConfigs[block.type].parse(block.config) as BlockConfig<T>;
-}
-
 /**
- * Structural checks at publish time: configs per type, unique ids, edges between existing blocks,
- * `when` only on edges leaving a condition, no cycles, and references that name a block.
+ * A block's config by its type. The run plan's graph has every config parsed with its schema
+ * (defaults filled in) by `parseRunnableGraph`, so workflow code reads it as it is.
  */
-export function validateGraph(graph: Graph): GraphProblem[] {
-  const problems: GraphProblem[] = [];
-  const byId = new Map<string, Block>();
-  for (const block of graph.blocks) {
-    if (byId.has(block.id)) problems.push({ blockId: block.id, message: `duplicate block id '${block.id}'` });
-    byId.set(block.id, block);
-    const parsed = blockConfigs[block.type].safeParse(block.config);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) problems.push({ blockId: block.id, message: `config.${issue.path.join('.')}: ${issue.message}` });
-    }
-  }
-  for (const edge of graph.edges) {
-    for (const end of [edge.from, edge.to]) {
-      if (!byId.has(end)) problems.push({ blockId: end, message: `edge ${edge.from} → ${edge.to} names a block that does not exist` });
-    }
-    if (edge.from === edge.to) problems.push({ blockId: edge.from, message: 'a block cannot feed itself' });
-    if (edge.when !== undefined && byId.get(edge.from)?.type !== 'condition') {
-      problems.push({ blockId: edge.from, message: `edge ${edge.from} → ${edge.to} has 'when' but ${edge.from} is not a condition` });
-    }
-  }
-  if (problems.length === 0) {
-    const cycle = findCycle(graph);
-    if (cycle) problems.push({ blockId: cycle[0]!, message: `cycle: ${cycle.join(' → ')}` });
-  }
-  for (const block of graph.blocks) {
-    for (const root of referencesOf(block)) {
-      if (root !== '_trigger' && !resolveReference(graph, root)) problems.push({ blockId: block.id, message: `reference '${root}' names no block` });
-    }
-  }
-  return problems;
-}
-
-function findCycle(graph: Graph): string[] | null {
-  const next = new Map<string, string[]>();
-  for (const e of graph.edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
-  const state = new Map<string, 'visiting' | 'done'>();
-  const path: string[] = [];
-  const visit = (id: string): string[] | null => {
-    if (state.get(id) === 'done') return null;
-    if (state.get(id) === 'visiting') return [...path.slice(path.indexOf(id)), id];
-    state.set(id, 'visiting');
-    path.push(id);
-    for (const to of next.get(id) ?? []) {
-      const found = visit(to);
-      if (found) return found;
-    }
-    path.pop();
-    state.set(id, 'done');
-    return null;
-  };
-  for (const block of graph.blocks) {
-    const found = visit(block.id);
-    if (found) return found;
-  }
-  return null;
+export function configOf<T extends BlockType>(block: Block & { type: T }): BlockConfig<T> {
+  return block.config as BlockConfig<T>;
 }
 
 const TEMPLATE_REF = /\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
@@ -150,33 +63,11 @@ export function resolveReference(graph: Graph, root: string): Block | undefined 
   return graph.blocks.find((b) => b.id === root) ?? graph.blocks.find((b) => b.name === root);
 }
 
+/** A run input as the stored API schema lists it (§4.1 rule 1). */
 export interface ApiSchemaField {
   blockId: string;
   name: string;
   valueType: InputValueType;
   required: boolean;
   default?: unknown;
-}
-
-/** The run input schema: only the Input blocks some other block actually reads (§4.1 rule 1). */
-export function deriveApiSchema(graph: Graph): { inputs: ApiSchemaField[] } {
-  const consumed = new Set<string>();
-  for (const block of graph.blocks) {
-    if (block.type === 'input') continue;
-    for (const root of referencesOf(block)) {
-      const target = resolveReference(graph, root);
-      if (target?.type === 'input') consumed.add(target.id);
-    }
-  }
-  return {
-    inputs: graph.blocks
-      .filter((b) => b.type === 'input' && consumed.has(b.id))
-      .map((b) => {
-        const config = configOf(b as Block & { type: 'input' });
-        return {
-          blockId: b.id, name: b.name || b.id, valueType: config.valueType, required: config.required,
-          ...(config.default !== undefined ? { default: config.default } : {}),
-        };
-      }),
-  };
 }

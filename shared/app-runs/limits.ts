@@ -245,6 +245,16 @@ export function checkInputLimits(inputs: Record<string, unknown>, limits: InputL
   }
 }
 
+/**
+ * Tokens of `text` as the input limits count them (o200k_base, special tokens as plain text, long
+ * words sliced): also the fallback count for pricing an `llm` block whose provider reported no usage.
+ */
+export function countTokens(text: string): number {
+  let tokens = 0;
+  for (const chunk of encodePieces(text)) tokens += chunk.length;
+  return tokens;
+}
+
 /** Longest run of non-space characters encoded as one piece (see encodePieces). */
 const MAX_WORD_CHARS = 256;
 const LONG_WORD = new RegExp(`\\S{${MAX_WORD_CHARS + 1},}`, 'g');

@@ -7,11 +7,13 @@ import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
-import { appendRunEvents } from './event-log.js';
+import { appendRunEvents, type StoredRunEvent } from './event-log.js';
+import { insertChargedRun, type ChargedRunRow } from './run-charge.js';
 import type { ApiSchemaField } from './graph.js';
 import { validateRunInputs, withTrigger } from './input-validation.js';
 import { resolveDeploymentVersion } from './versions.js';
-import { RUN_BASE_COST_MILLI } from '../billing/pricing.js';
+import { runBaseCostMilli } from '../billing/pricing.js';
+import type { SiteSettingsCache } from '../site-settings/cache.js';
 
 export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';
 
@@ -40,11 +42,11 @@ export async function findLiveRunDeployment(db: Database, deploymentId: string):
 
 /** The deployment a run request names: by id (or by document id), then by `version` among the document's deployments. */
 export async function findRunDeployment(db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined): Promise<DeploymentRow> {
-  const documentId = by.documentId ?? (await db.selectFrom('deployments').select('document_id')
-    .where('id', '=', by.deploymentId!).where('deleted_at', 'is', null).executeTakeFirst())?.document_id;
-  if (!documentId) throw new AppError(404, 'Deployment not found');
+  // One query: the document's live deployments, found by document id or through the named deployment.
   const candidates = await db.selectFrom('deployments').select(deploymentColumns)
-    .where('document_id', '=', documentId).where('deleted_at', 'is', null).execute() as DeploymentRow[];
+    .where('document_id', '=', by.documentId ?? ((eb) => eb.selectFrom('deployments as named').select('named.document_id')
+      .where('named.id', '=', by.deploymentId!).where('named.deleted_at', 'is', null)))
+    .where('deleted_at', 'is', null).execute() as DeploymentRow[];
   // The deployment-id route runs that deployment unless a `version` asks for another one of its document.
   const chosen = by.deploymentId && version === undefined
     ? candidates.find((d) => d.id === by.deploymentId)
@@ -95,13 +97,13 @@ export interface RunRequest {
   idempotency?: { key: string; requestHash: string };
 }
 
-export interface RecordedRun { runId: string; replayed: boolean; documentId: string }
+export interface RecordedRun {
+  runId: string; replayed: boolean; documentId: string;
+  /** The run's `run_start` as stored, so a stream can send it at once and follow the log after it (absent on a replay). */
+  startEvent?: StoredRunEvent;
+}
 
-export interface StartedRun {
-  runId: string;
-  /** True when an Idempotency-Key repeat returned an earlier run instead of starting one. */
-  replayed: boolean;
-  documentId: string;
+export interface StartedRun extends RecordedRun {
   /** Settles once Temporal has the workflow (or the failure has been recorded as the run's end). */
   started: Promise<void>;
 }
@@ -110,19 +112,23 @@ export interface StartedRun {
  * Validates, checks credits, records the run and its `run_start` event, then starts `app-run-<id>`.
  * Nothing is written when a check fails.
  */
-export interface StartRunDeps { db: Database; temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void }
+/** Where runs are recorded and what they cost (`billing.rules`, docs/billing.md). */
+export interface RecordRunDeps { db: Database; settings: Pick<SiteSettingsCache, 'get'> }
+export interface StartRunDeps extends RecordRunDeps { temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void }
 
 export async function startRun(deps: StartRunDeps, request: RunRequest): Promise<StartedRun> {
   const { db } = deps;
-  const recorded = await recordRun(db, request);
+  const recorded = await recordRun(deps, request);
   if (recorded.replayed) return { ...recorded, started: Promise.resolve() };
   const { runId } = recorded;
-  // Not awaited: the caller streams run_start at once; a start that fails ends the run with run_error.
-  const started = deps.temporal.workflow.start('appRunWorkflow', {
+  // Not awaited, and begun on the next turn of the event loop: the caller's first streamed byte
+  // (run_start) goes out before the client encodes and sends the start. A start that fails ends the
+  // run with run_error.
+  const started = new Promise((resolve) => setImmediate(resolve)).then(() => deps.temporal.workflow.start('appRunWorkflow', {
     taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix),
     workflowId: workflowIds.appRun(runId),
     args: [{ runId, trace: request.trace, timeoutSeconds: request.timeoutSeconds }],
-  }).then(() => undefined, async (error: unknown) => {
+  })).then(() => undefined, async (error: unknown) => {
     deps.onStartFailure?.(runId, error as Error);
     await db.updateTable('runs').set({ status: 'failed', error: 'could not start the run', finished_at: sql`now()` as never })
       .where('id', '=', runId).where('status', '=', 'running').execute();
@@ -132,11 +138,12 @@ export async function startRun(deps: StartRunDeps, request: RunRequest): Promise
 }
 
 /**
- * Validates inputs, checks credits, and in one transaction charges the paying team and inserts the
- * `runs` row, then appends `run_start`. The caller starts `appRunWorkflow` for the run (the API with
- * the client, a scheduled run as a child workflow). Nothing is written when a check fails.
+ * Validates inputs, checks credits, and in one statement charges the paying team and inserts the
+ * `runs` row and its `run_start` event (with an Idempotency-Key, in one transaction with the key).
+ * The caller starts `appRunWorkflow` for the run (the API with the client, a scheduled run as a
+ * child workflow). Nothing is written when a check fails.
  */
-export async function recordRun(db: Database, request: RunRequest): Promise<RecordedRun> {
+export async function recordRun({ db, settings }: RecordRunDeps, request: RunRequest): Promise<RecordedRun> {
   const { deployment, caller } = request;
   // Only the run endpoints' own credentials send Idempotency-Key (and schedules, per attempt).
   const idempotency = request.idempotency && isCredentialCaller(caller) ? { ...request.idempotency, scope: idempotencyScope(caller) } : undefined;
@@ -151,46 +158,36 @@ export async function recordRun(db: Database, request: RunRequest): Promise<Reco
   const teamId = payingTeam(deployment, caller);
   const runId = newId();
   const inputs = withTrigger(request.inputs, triggerOf(caller), new Date());
-  const apiKeyId = apiKey?.apiKeyId ?? null;
-  const userId = 'userId' in caller ? caller.userId : null;
-  const insert = () => db.transaction().execute(async (trx) => {
-    // The charge and the run row commit together: no run without its charge, no charge without a run.
-    const charged = await trx.updateTable('credit_balances')
-      .set({ balance_milli: sql`balance_milli - ${RUN_BASE_COST_MILLI}`, updated_at: sql`now()` as never })
-      .where('team_id', '=', teamId).where('balance_milli', '>=', RUN_BASE_COST_MILLI)
-      .executeTakeFirst();
-    if (charged.numUpdatedRows === 0n) throw new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
-    await trx.insertInto('runs').values({
-      id: runId, deployment_id: deployment.id, document_id: deployment.document_id, team_id: teamId,
-      trigger_source: caller.kind, api_key_id: apiKeyId, user_id: userId,
-      inputs: JSON.stringify(inputs), timeout_seconds: request.timeoutSeconds === null ? null : Math.ceil(request.timeoutSeconds),
-    }).execute();
-    await trx.insertInto('credit_transactions').values({
-      id: newId(), team_id: teamId, amount_milli: -RUN_BASE_COST_MILLI, reason: 'run', reference: `run:${runId}`, created_by: null,
-    }).execute();
-    if (idempotency) {
+  const row: ChargedRunRow = {
+    runId, deploymentId: deployment.id, documentId: deployment.document_id, teamId, triggerSource: caller.kind,
+    apiKeyId: apiKey?.apiKeyId ?? null, userId: 'userId' in caller ? caller.userId : null, inputs,
+    timeoutSeconds: request.timeoutSeconds === null ? null : Math.ceil(request.timeoutSeconds),
+  };
+  const costMilli = runBaseCostMilli(await settings.get('billing.rules'));
+  const insufficient = () => new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
+  if (!idempotency) {
+    const charged = await insertChargedRun(db, row, costMilli);
+    if (!charged) throw insufficient();
+    return { runId, replayed: false, documentId: deployment.document_id, startEvent: charged.startEvent };
+  }
+  try {
+    // The key is claimed in the run's transaction: a run and its key commit together or not at all.
+    return await db.transaction().execute(async (trx) => {
+      const charged = await insertChargedRun(trx, row, costMilli);
+      if (!charged) throw insufficient();
       const claimed = await trx.insertInto('run_idempotency_keys')
         .values({ scope: idempotency.scope, key: idempotency.key, request_hash: idempotency.requestHash, run_id: runId })
         .onConflict((oc) => oc.columns(['scope', 'key']).doNothing()).executeTakeFirst();
       // Another request with the same key won the race: roll back this run and answer with that one.
       if (claimed.numInsertedOrUpdatedRows === 0n) throw new IdempotentReplay();
-    }
-    if (apiKeyId) {
-      await trx.updateTable('api_keys').set({ usage_credits: sql`usage_credits + ${RUN_BASE_COST_MILLI}`, last_used_at: sql`now()` as never })
-        .where('id', '=', apiKeyId).execute();
-    }
-  });
-  try {
-    await insert();
+      return { runId, replayed: false, documentId: deployment.document_id, startEvent: charged.startEvent };
+    });
   } catch (error) {
-    if (!(error instanceof IdempotentReplay) || !idempotency) throw error;
+    if (!(error instanceof IdempotentReplay)) throw error;
     const winner = await findIdempotentRun(db, idempotency);
     if (!winner) throw error;
     return { runId: winner, replayed: true, documentId: deployment.document_id };
   }
-  // Written here, not by the workflow, so the first streamed byte never waits for Temporal.
-  await appendRunEvents(db, runId, [{ key: 'run_start', event: { type: 'run_start', runId, documentId: deployment.document_id } }]);
-  return { runId, replayed: false, documentId: deployment.document_id };
 }
 
 class IdempotentReplay extends Error {}

@@ -1,4 +1,5 @@
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
+import { startPeriodic } from '../periodic.js';
 import type { Database } from '../db/client.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
@@ -79,23 +80,8 @@ export async function reconcileSchedules(db: Database, target: ScheduleSyncTarge
 
 /** Runs the reconciler now and then every `intervalMs`; failures are reported and retried next time. */
 export function startScheduleReconciler(db: Database, target: ScheduleSyncTarget, options: { intervalMs: number; log: (message: string) => void }) {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const tick = () => {
-    running = reconcileSchedules(db, target)
-      .then((c) => { if (c.created + c.updated + c.deleted > 0) options.log(`schedules reconciled: ${JSON.stringify(c)}`); })
-      .catch((error: unknown) => options.log(`schedule reconciler failed, will retry: ${(error as Error).message}`))
-      .finally(() => { if (!stopped) timer = setTimeout(tick, options.intervalMs).unref(); });
-  };
-  tick();
-  return {
-    /** The first pass (and any pass in progress). */
-    settled: () => running,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return startPeriodic(async () => {
+    const c = await reconcileSchedules(db, target);
+    if (c.created + c.updated + c.deleted > 0) options.log(`schedules reconciled: ${JSON.stringify(c)}`);
+  }, { intervalMs: options.intervalMs, onError: (error) => options.log(`schedule reconciler failed, will retry: ${error.message}`) });
 }

@@ -20,4 +20,20 @@ describe('resolveSiteSetting', () => {
     expect(resolveSiteSetting('run.max_timeout_seconds', 45)).toBe(45);
     expect(resolveSiteSetting('http_block.allow_hosts', ['127.0.0.1/32'])).toEqual(['127.0.0.1/32']);
   });
+
+  it('billing.rules: a subset merges over the defaults; a negative or fractional price falls back to all defaults', () => {
+    const defaults = { runBaseMilli: 10, llmPer1kTokensMilli: 20, llmModelPer1kTokensMilli: {} };
+    expect(resolveSiteSetting('billing.rules', undefined)).toEqual(defaults);
+    expect(resolveSiteSetting('billing.rules', { llmModelPer1kTokensMilli: { 'gpt-big': 300 } }))
+      .toEqual({ ...defaults, llmModelPer1kTokensMilli: { 'gpt-big': 300 } });
+    expect(resolveSiteSetting('billing.rules', { runBaseMilli: 0 })).toEqual({ ...defaults, runBaseMilli: 0 });
+    const reasons: string[] = [];
+    const report = (_key: string, reason: string) => reasons.push(reason);
+    expect(resolveSiteSetting('billing.rules', { runBaseMilli: -1 }, report)).toEqual(defaults);
+    expect(resolveSiteSetting('billing.rules', { llmPer1kTokensMilli: 2.5 }, report)).toEqual(defaults);
+    expect(resolveSiteSetting('billing.rules', { llmModelPer1kTokensMilli: { m: -5 } }, report)).toEqual(defaults);
+    expect(resolveSiteSetting('billing.rules', { llmModelPer1kTokensMilli: { '': 5 } }, report)).toEqual(defaults);
+    expect(resolveSiteSetting('billing.rules', 20, report)).toEqual(defaults);
+    expect(reasons).toHaveLength(5);
+  });
 });

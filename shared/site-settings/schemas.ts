@@ -44,6 +44,18 @@ export const siteSettingDefinitions = {
   /** `timeout_ms` of a schedule created without one (spec §2.1 "site-wide setting"). */
   'schedule.default_timeout_ms': { schema: z.number().int().min(1000).max(3_600_000), defaults: 300_000 },
   'http_block.allow_hosts': { schema: z.array(z.string().min(1)), defaults: [] as string[] },
+  /**
+   * Prices in milli-credits (docs/billing.md): the base cost of a run, and the per-1k-token price of
+   * `llm` blocks, by model name with a default for models not listed.
+   */
+  'billing.rules': {
+    schema: z.object({
+      runBaseMilli: z.number().int().min(0),
+      llmPer1kTokensMilli: z.number().int().min(0),
+      llmModelPer1kTokensMilli: z.record(z.string().min(1), z.number().int().min(0)),
+    }).partial(),
+    defaults: { runBaseMilli: 10, llmPer1kTokensMilli: 20, llmModelPer1kTokensMilli: {} as Record<string, number> },
+  },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
   CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },
 } as const;

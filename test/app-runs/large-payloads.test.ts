@@ -1,7 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { resolveClaims, resolveIoRequest, storeClaim } from '../../activities/app-runs/claim-store.js';
+import { sweepRunPayloads } from '../../activities/app-runs/payload-sweeper.js';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
@@ -149,6 +151,31 @@ describe('runs with large payloads (claim check)', () => {
     expect(body.globalCtx.o).toBe(200_000);
     expect(await payloadKeys(body.runId)).toEqual(['output:grow']);
     expect(await largestHistoryEvent(body.runId)).toBeLessThan(100_000);
+  }, 60_000);
+
+  it('the sweeper deletes the payloads of runs that ended over an hour ago and keeps the rest', async () => {
+    const graph: Graph = {
+      blocks: [
+        { id: 'a', type: 'input', name: 'a', config: { valueType: 'string' } },
+        { id: 'o', type: 'output', name: 'o', config: { value: '=$length($a)' } },
+      ],
+      edges: [{ from: 'a', to: 'o' }],
+    };
+    const deploymentId = await publish(graph);
+    const runOnce = async () => {
+      const res = await post(deploymentId, { a: 'x'.repeat(100_000) }, false);
+      expect(res.json()).toMatchObject({ status: 'completed', sessions: [{ blockId: 'o', output: 100_000 }] });
+      return res.json().runId as string;
+    };
+    const [old, recent] = [await runOnce(), await runOnce()];
+    expect(await payloadKeys(old)).toEqual(['input:a']);
+    await stack.db.updateTable('runs').set({ finished_at: sql<Date>`now() - interval '61 minutes'` }).where('id', '=', old).execute();
+
+    expect(await sweepRunPayloads(stack.db)).toBeGreaterThanOrEqual(1);
+    expect(await payloadKeys(old)).toEqual([]);
+    expect(await payloadKeys(recent)).toEqual(['input:a']);
+    // The run's stored result does not depend on them.
+    expect((await stack.db.selectFrom('runs').select('result').where('id', '=', old).executeTakeFirstOrThrow()).result).toMatchObject({ sessions: [{ blockId: 'o', output: 100_000 }] });
   }, 60_000);
 
   it('a normal small run writes no run_payloads rows', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { RUN_BASE_COST_MILLI } from '../../shared/billing/pricing.js';
+import { RUN_BASE_COST_MILLI } from '../harness/billing.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { addTeamMember } from '../../shared/identity/service.js';
 import { publishDirect } from '../harness/apps.js';

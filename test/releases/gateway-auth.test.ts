@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PRIVATE_APP_MESSAGE } from '../../shared/app-runs/run-service.js';
-import { RUN_BASE_COST_MILLI } from '../../shared/billing/pricing.js';
+import { RUN_BASE_COST_MILLI } from '../harness/billing.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { outputOf, releaseTenant, releaseWith, runCount } from './fixture.js';

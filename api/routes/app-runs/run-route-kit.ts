@@ -20,9 +20,9 @@ export function checkRunBodySizeBeforeParsing(app: FastifyInstance, deps: Pick<A
 }
 
 /** startRun's dependencies for a request: a start that fails is logged with the request. */
-export function runStarter(deps: Pick<AppDeps, 'db' | 'temporal' | 'config'>, request: FastifyRequest): StartRunDeps {
+export function runStarter(deps: Pick<AppDeps, 'db' | 'settings' | 'temporal' | 'config'>, request: FastifyRequest): StartRunDeps {
   return {
-    db: deps.db, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
+    db: deps.db, settings: deps.settings, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
     onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
   };
 }

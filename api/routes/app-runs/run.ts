@@ -23,6 +23,11 @@ const runBody = z.object({
 type RunBody = z.infer<typeof runBody>;
 
 
+async function* withStart(start: StoredRunEvent | undefined, rest: AsyncIterable<StoredRunEvent>): AsyncGenerator<StoredRunEvent> {
+  if (start) yield start;
+  yield* rest;
+}
+
 const runQuery = z.object({ trace: z.string().optional().describe('`full` adds globalCtx and session errors') });
 
 /**
@@ -52,13 +57,13 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     const { inputs: { _trigger: _ignored, ...inputs } } = body;
     checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
     const idempotency = idempotencyOf(request, by, body);
-    const { runId, documentId } = await startRun(runStarter(deps, request), { deployment, caller, inputs, trace, timeoutSeconds, idempotency },
-    );
+    const { runId, documentId, startEvent } = await startRun(runStarter(deps, request), { deployment, caller, inputs, trace, timeoutSeconds, idempotency });
 
     // A client that goes away stops reading; the run itself goes on (resume with the run id).
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());
-    const events = deps.runEvents.events(deps.db, runId, { signal: abort.signal });
+    // A new run's run_start goes out at once; the log is followed from after it (a replay reads it all).
+    const events = withStart(startEvent, deps.runEvents.events(deps.db, runId, { signal: abort.signal, afterId: startEvent?.id }));
     reply.header('x-run-id', runId);
 
     const budget = new ResponseBudget((await deps.settings.get('run.response_limit')).maxBytes);

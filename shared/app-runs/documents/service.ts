@@ -2,7 +2,7 @@ import type { Database } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
-import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from '../graph.js';
+import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from '../graph-schema.js';
 import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../versions.js';
 import { upsertTriggerOnPublish } from '../../webhook-triggers/repository.js';
 import * as repo from './repository.js';

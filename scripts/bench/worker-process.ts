@@ -1,0 +1,28 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import type { AppDeps } from '../../api/deps.js';
+import { taskQueueName } from '../../temporal/task-queues.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
+
+/** `npm run worker` as a child process (the production entry), stopped with SIGTERM like a deployment would. */
+export async function startWorkerProcess(env: Record<string, string>): Promise<{ stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    env: { ...process.env, ...env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    async stop() {
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      child.kill('SIGKILL');
+    },
+  };
+}
+
+/** Resolves once the worker answers: a probe workflow (one activity) completes. */
+export async function waitForWorker(deps: AppDeps, timeoutMs = 120_000): Promise<void> {
+  await deps.temporal.client.workflow.execute('platformProbeWorkflow', {
+    taskQueue: taskQueueName('platform', deps.config.TEMPORAL_TASK_QUEUE_SUFFIX), workflowId: workflowIds.platformProbe(randomUUID()),
+    args: [{ probeId: randomUUID(), note: 'bench: worker ready' }], workflowExecutionTimeout: timeoutMs,
+  });
+}
