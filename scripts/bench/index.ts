@@ -75,7 +75,7 @@ try {
   // API and the worker each get an event loop); the bench process is the API and the clients.
   const worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
   try {
-    await waitForWorker(deps);
+    await Promise.race([waitForWorker(deps), worker.exited]);
     runRows.push(...(await benchRuns(deps, temporal.address)));
     runRows.push(...(await benchSchedules(deps)));
   } finally {

@@ -5,12 +5,16 @@ import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 
 /** `npm run worker` as a child process (the production entry), stopped with SIGTERM like a deployment would. */
-export async function startWorkerProcess(env: Record<string, string>): Promise<{ stop(): Promise<void> }> {
+export async function startWorkerProcess(env: Record<string, string>): Promise<{ exited: Promise<never>; stop(): Promise<void> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
     env: { ...process.env, ...env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exitedEarly = exited.then((): never => { throw new Error('the worker process exited'); });
+  exitedEarly.catch(() => undefined); // a stop() exit is expected: only a race on it reports it
   return {
+    /** Rejects if the worker exits: raced with the wait for it, the bench fails at once instead of timing out. */
+    exited: exitedEarly,
     async stop() {
       child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
