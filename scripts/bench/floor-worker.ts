@@ -1,11 +1,10 @@
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
-
-const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never;
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflows } from '../../worker/bundle.js';
 
 /** A worker for the floor workflows (floor-workflows.ts) on its own task queue, in the bench process. */
 export async function startFloorWorker(address: string): Promise<{ taskQueue: string; stop(): Promise<void> }> {
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('./floor-workflows.ts', import.meta.url)), logger: quiet });
+  const workflowBundle = await bundleWorkflows(fileURLToPath(new URL('./floor-workflows.ts', import.meta.url)));
   const connection = await NativeConnection.connect({ address });
   const taskQueue = 'bench-floor';
   const worker = await Worker.create({ connection, taskQueue, workflowBundle });

@@ -108,14 +108,14 @@ export interface StartedRun extends RecordedRun {
   started: Promise<void>;
 }
 
-/**
- * Validates, checks credits, records the run and its `run_start` event, then starts `app-run-<id>`.
- * Nothing is written when a check fails.
- */
 /** Where runs are recorded and what they cost (`billing.rules`, docs/billing.md). */
 export interface RecordRunDeps { db: Database; settings: Pick<SiteSettingsCache, 'get'> }
 export interface StartRunDeps extends RecordRunDeps { temporal: Client; taskQueueSuffix?: string; onStartFailure?: (runId: string, error: Error) => void }
 
+/**
+ * Validates, checks credits, records the run and its `run_start` event, then starts `app-run-<id>`.
+ * Nothing is written when a check fails.
+ */
 export async function startRun(deps: StartRunDeps, request: RunRequest): Promise<StartedRun> {
   const { db } = deps;
   const recorded = await recordRun(deps, request);
@@ -164,23 +164,22 @@ export async function recordRun({ db, settings }: RecordRunDeps, request: RunReq
     timeoutSeconds: request.timeoutSeconds === null ? null : Math.ceil(request.timeoutSeconds),
   };
   const costMilli = runBaseCostMilli(await settings.get('billing.rules'));
-  const insufficient = () => new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
-  if (!idempotency) {
-    const charged = await insertChargedRun(db, row, costMilli);
-    if (!charged) throw insufficient();
+  const record = async (executor: Database): Promise<RecordedRun> => {
+    const charged = await insertChargedRun(executor, row, costMilli);
+    if (!charged) throw new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
     return { runId, replayed: false, documentId: deployment.document_id, startEvent: charged.startEvent };
-  }
+  };
+  if (!idempotency) return record(db);
   try {
     // The key is claimed in the run's transaction: a run and its key commit together or not at all.
     return await db.transaction().execute(async (trx) => {
-      const charged = await insertChargedRun(trx, row, costMilli);
-      if (!charged) throw insufficient();
+      const recorded = await record(trx);
       const claimed = await trx.insertInto('run_idempotency_keys')
         .values({ scope: idempotency.scope, key: idempotency.key, request_hash: idempotency.requestHash, run_id: runId })
         .onConflict((oc) => oc.columns(['scope', 'key']).doNothing()).executeTakeFirst();
       // Another request with the same key won the race: roll back this run and answer with that one.
       if (claimed.numInsertedOrUpdatedRows === 0n) throw new IdempotentReplay();
-      return { runId, replayed: false, documentId: deployment.document_id, startEvent: charged.startEvent };
+      return recorded;
     });
   } catch (error) {
     if (!(error instanceof IdempotentReplay)) throw error;
