@@ -1,9 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { parseRunnableGraph } from '../../shared/app-runs/graph-schema.js';
 import type { Graph } from '../../shared/app-runs/graph.js';
+import { eventColumns } from '../../shared/app-runs/event-log.js';
 import { RUN_EVENTS_CHANNEL, type RunEvent, type Session } from '../../shared/app-runs/events.js';
-import type { DB, RunStatus } from '../../shared/db/types.js';
+import type { RunStatus } from '../../shared/db/types.js';
 import { truncateLargeStrings } from '../../workflows/app-runs/trace.js';
 import type { ActivityDeps } from '../deps.js';
 import { resolveClaims, storeClaim } from './claim-store.js';
@@ -25,21 +26,6 @@ export interface KeyedRunEvent {
 export type RunOutcome =
   | { status: 'completed'; sessions: Session[]; completedBlocks: number; globalCtx?: Record<string, unknown> }
   | { status: 'failed' | 'timed_out' | 'cancelled'; error: string };
-
-async function insertEvents(trx: Transaction<DB>, runId: string, events: KeyedRunEvent[]): Promise<number> {
-  let appended = 0;
-  // One statement per event, in order, so the bigserial ids follow the order of the events.
-  for (const { key, event } of events) {
-    const { type, ...payload } = event;
-    const result = await trx.insertInto('run_events')
-      .values({ run_id: runId, event_key: key, type, payload: JSON.stringify(payload) })
-      .onConflict((oc) => oc.columns(['run_id', 'event_key']).doNothing())
-      .executeTakeFirst();
-    appended += Number(result.numInsertedOrUpdatedRows ?? 0);
-  }
-  if (appended > 0) await sql`SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId})`.execute(trx);
-  return appended;
-}
 
 /**
  * Activities of the run workflow. Events are stored like shared/app-runs/event-log.ts stores them
@@ -67,64 +53,88 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
 
     /**
      * Appends one step's events. Idempotent: a retried call re-sends the same keys, which are ignored.
-     * Takes a share lock on the run and appends nothing once the run is finished, so no event ever
-     * follows the terminal one (`finishRun` takes the same row lock).
+     * One statement: it takes a share lock on the run and appends nothing once the run is finished,
+     * so no event ever follows the terminal one (`finishRun` updates the same row).
      */
     async appendRunEvents(input: { runId: string; events: KeyedRunEvent[] }): Promise<{ appended: number; runOpen: boolean }> {
-      return db.transaction().execute(async (trx) => {
-        const run = await trx.selectFrom('runs').select('status').where('id', '=', input.runId).forShare().executeTakeFirst();
-        if (!run) throw ApplicationFailure.nonRetryable(`run ${input.runId} does not exist`, 'RunNotFound');
-        if (run.status !== 'running') return { appended: 0, runOpen: false };
-        // Outputs may be claims: events carry the real values.
-        const events = await resolveClaims(db, input.runId, input.events);
-        return { appended: await insertEvents(trx, input.runId, events), runOpen: true };
-      });
+      const { runId } = input;
+      // Outputs may be claims: events carry the real values. Stored payloads never change, so this read needs no lock.
+      const { keys, types, payloads } = eventColumns(await resolveClaims(db, runId, input.events));
+      const { rows: [row] } = await sql<{ status: RunStatus | null; appended: number }>`
+        WITH run AS (
+          SELECT status FROM runs WHERE id = ${runId}::uuid FOR SHARE
+        ), appended AS (
+          INSERT INTO run_events (run_id, event_key, type, payload)
+          SELECT ${runId}::uuid, e.key, e.type, e.payload
+          FROM unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS e(key, type, payload, ord)
+          WHERE EXISTS (SELECT 1 FROM run WHERE status = 'running')
+          ORDER BY e.ord
+          ON CONFLICT (run_id, event_key) DO NOTHING
+          RETURNING 1
+        ), notified AS (
+          SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
+        )
+        SELECT (SELECT status FROM run) AS status, (SELECT count(*) FROM appended)::int AS appended, (SELECT count(*) FROM notified) AS notified
+      `.execute(db);
+      if (!row?.status) throw ApplicationFailure.nonRetryable(`run ${runId} does not exist`, 'RunNotFound');
+      return { appended: row.appended, runOpen: row.status === 'running' };
     },
 
     /**
-     * Appends the terminal event (`run_complete` or `run_error`) and makes the `runs` row final in one
-     * transaction, so a reader that sees the terminal event finds the row final. `duration` is measured
-     * by the database clock from the row's creation. A no-op for a run that is already finished.
+     * Appends the walk's last events and the terminal one (`run_complete` or `run_error`) and makes
+     * the `runs` row final, in one statement: a reader that sees the terminal event finds the row
+     * final, and a run of pure blocks costs one write at its end. `duration` is measured by the
+     * database clock from the row's creation. A no-op for a run that is already finished.
      */
-    async finishRun(input: { runId: string; outcome: RunOutcome }): Promise<{ status: RunStatus; finished: boolean }> {
-      return db.transaction().execute(async (trx) => {
-        const run = await trx.selectFrom('runs')
-          .select(['status', sql<number>`round(extract(epoch from clock_timestamp() - created_at) * 1000)::float8`.as('elapsed_ms')])
-          .where('id', '=', input.runId)
-          .forUpdate()
-          .executeTakeFirst();
-        if (!run) throw ApplicationFailure.nonRetryable(`run ${input.runId} does not exist`, 'RunNotFound');
-        if (run.status !== 'running') return { status: run.status, finished: false };
-
-        // Sessions' outputs may be claims; a traced run's globalCtx gets the resolved values truncated
-        // the way workflows/app-runs/trace.ts truncates the ones it holds.
-        const outcome: RunOutcome = input.outcome.status === 'completed'
-          ? {
-              ...input.outcome,
-              sessions: await resolveClaims(trx, input.runId, input.outcome.sessions),
-              ...(input.outcome.globalCtx ? { globalCtx: await resolveClaims(trx, input.runId, input.outcome.globalCtx, truncateLargeStrings) } : {}),
-            }
-          : input.outcome;
-        const event: RunEvent = outcome.status === 'completed'
-          ? {
-              type: 'run_complete', runId: input.runId, sessions: outcome.sessions, completedBlocks: outcome.completedBlocks,
-              duration: Math.max(0, Math.round(run.elapsed_ms)), ...(outcome.globalCtx ? { globalCtx: outcome.globalCtx } : {}),
-            }
-          : { type: 'run_error', runId: input.runId, error: outcome.error, executionStatus: outcome.status };
-        await insertEvents(trx, input.runId, [{ key: event.type, event }]);
-        const { type, ...payload } = event;
-        await trx.updateTable('runs')
-          .set({
-            status: outcome.status,
-            // The result is the run_complete event's payload, exactly as stored in run_events.
-            result: type === 'run_complete' ? JSON.stringify(payload) : null,
-            error: outcome.status === 'completed' ? null : outcome.error,
-            finished_at: sql<Date>`now()`,
-          })
-          .where('id', '=', input.runId)
-          .execute();
-        return { status: outcome.status, finished: true };
-      });
+    async finishRun(input: { runId: string; outcome: RunOutcome; events?: KeyedRunEvent[] }): Promise<{ status: RunStatus; finished: boolean }> {
+      const { runId } = input;
+      // Events, sessions and a traced run's globalCtx may hold claims: resolved first (stored payloads
+      // never change), globalCtx truncated the way workflows/app-runs/trace.ts truncates the values it holds.
+      const events = await resolveClaims(db, runId, input.events ?? []);
+      const outcome: RunOutcome = input.outcome.status === 'completed'
+        ? {
+            ...input.outcome,
+            sessions: await resolveClaims(db, runId, input.outcome.sessions),
+            ...(input.outcome.globalCtx ? { globalCtx: await resolveClaims(db, runId, input.outcome.globalCtx, truncateLargeStrings) } : {}),
+          }
+        : input.outcome;
+      const completed = outcome.status === 'completed';
+      // run_complete's payload gets `duration` from the database; it is also the row's `result`.
+      const terminal = completed
+        ? { type: 'run_complete' as const, payload: { runId, sessions: outcome.sessions, completedBlocks: outcome.completedBlocks, ...(outcome.globalCtx ? { globalCtx: outcome.globalCtx } : {}) } }
+        : { type: 'run_error' as const, payload: { runId, error: outcome.error, executionStatus: outcome.status } };
+      const { keys, types, payloads } = eventColumns(events);
+      const { rows: [row] } = await sql<{ finished: boolean }>`
+        WITH finished AS (
+          UPDATE runs SET
+            status = ${outcome.status},
+            result = CASE WHEN ${completed}::boolean THEN ${JSON.stringify(terminal.payload)}::jsonb
+              || jsonb_build_object('duration', greatest(0, round(extract(epoch from clock_timestamp() - created_at) * 1000))::bigint) END,
+            error = ${completed ? null : outcome.error}::text,
+            finished_at = now()
+          WHERE id = ${runId}::uuid AND status = 'running'
+          RETURNING coalesce(result, ${JSON.stringify(terminal.payload)}::jsonb) AS terminal_payload
+        ), appended AS (
+          INSERT INTO run_events (run_id, event_key, type, payload)
+          SELECT ${runId}::uuid, e.key, e.type, e.payload FROM (
+            SELECT u.key, u.type, u.payload, u.ord
+            FROM unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS u(key, type, payload, ord)
+            WHERE EXISTS (SELECT 1 FROM finished)
+            UNION ALL
+            SELECT ${terminal.type}::text, ${terminal.type}::text, terminal_payload, ${keys.length + 1}::bigint FROM finished
+          ) e
+          ORDER BY e.ord
+          ON CONFLICT (run_id, event_key) DO NOTHING
+          RETURNING 1
+        ), notified AS (
+          SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
+        )
+        SELECT EXISTS (SELECT 1 FROM finished) AS finished, (SELECT count(*) FROM notified) AS notified
+      `.execute(db);
+      if (row?.finished) return { status: outcome.status, finished: true };
+      const run = await db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
+      if (!run) throw ApplicationFailure.nonRetryable(`run ${runId} does not exist`, 'RunNotFound');
+      return { status: run.status as RunStatus, finished: false };
     },
   };
 }

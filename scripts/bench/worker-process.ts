@@ -4,9 +4,12 @@ import type { AppDeps } from '../../api/deps.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 
-/** `npm run worker` as a child process (the production entry), stopped with SIGTERM like a deployment would. */
+/**
+ * `npm run worker` as a child process (the production entry), stopped with SIGTERM like a deployment would.
+ * BENCH_WORKER_NODE_FLAGS adds Node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
+ */
 export async function startWorkerProcess(env: Record<string, string>): Promise<{ exited: Promise<never>; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'worker/main.ts'], {
     env: { ...process.env, ...env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -5,22 +5,34 @@ import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEvent, type RunEventTyp
 
 export interface StoredRunEvent { id: number; type: RunEventType; payload: Record<string, unknown> }
 
+/** Events as three parallel arrays, the parameters of an `unnest(...) WITH ORDINALITY` insert. */
+export function eventColumns(events: ReadonlyArray<{ key: string; event: RunEvent }>): { keys: string[]; types: string[]; payloads: string[] } {
+  const keys: string[] = []; const types: string[] = []; const payloads: string[] = [];
+  for (const { key, event: { type, ...payload } } of events) {
+    keys.push(key); types.push(type); payloads.push(JSON.stringify(payload));
+  }
+  return { keys, types, payloads };
+}
+
 /**
  * Appends events idempotently (a retried writer re-sends the same keys, which are ignored) and
- * NOTIFYs `run_events` with the run id; the notification is delivered on commit.
+ * NOTIFYs `run_events` with the run id when something was appended; the notification is delivered
+ * on commit. One statement: the rows are inserted in the order given, so their ids follow it.
  */
 export async function appendRunEvents(db: Database, runId: string, events: Array<{ key: string; event: RunEvent }>): Promise<void> {
   if (events.length === 0) return;
-  await db.transaction().execute(async (trx) => {
-    await trx.insertInto('run_events')
-      .values(events.map(({ key, event }) => {
-        const { type, ...payload } = event;
-        return { run_id: runId, event_key: key, type, payload: JSON.stringify(payload) };
-      }))
-      .onConflict((oc) => oc.columns(['run_id', 'event_key']).doNothing())
-      .execute();
-    await sql`SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId})`.execute(trx);
-  });
+  const { keys, types, payloads } = eventColumns(events);
+  await sql`
+    WITH appended AS (
+      INSERT INTO run_events (run_id, event_key, type, payload)
+      SELECT ${runId}::uuid, e.key, e.type, e.payload
+      FROM unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS e(key, type, payload, ord)
+      ORDER BY e.ord
+      ON CONFLICT (run_id, event_key) DO NOTHING
+      RETURNING 1
+    )
+    SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
+  `.execute(db);
 }
 
 export async function readRunEventsAfter(db: Database, runId: string, afterId: number): Promise<StoredRunEvent[]> {

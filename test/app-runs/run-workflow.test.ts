@@ -264,6 +264,30 @@ describe('app run workflow on the real stack', () => {
     expect(await runRow(runId)).toMatchObject({ status: 'cancelled' });
   });
 
+  it('finishRun writes the walk\'s last events before the terminal one, in one go, and only once', async () => {
+    const runId = await createRun(exampleGraph, { name: 'Ada' });
+    const activities = createAppRunActivities({ db: stack.db });
+    const events = [
+      { key: 'o:block_start', event: { type: 'block_start' as const, blockId: 'o', blockType: 'output' } },
+      { key: 'o:block_complete', event: { type: 'block_complete' as const, blockId: 'o', output: 'hi' } },
+      { key: 'o:block_end', event: { type: 'block_end' as const, blockId: 'o' } },
+    ];
+    const outcome = { status: 'completed' as const, sessions: [], completedBlocks: 1 };
+    expect(await activities.finishRun({ runId, outcome, events })).toEqual({ status: 'completed', finished: true });
+    // In id order: the events as given, then the terminal one, whose payload is the row's result.
+    const stored = await eventsOf(runId);
+    expect(stored.map((e) => e.event_key)).toEqual(['run_start', 'o:block_start', 'o:block_complete', 'o:block_end', 'run_complete']);
+    const row = await runRow(runId);
+    expect(row.status).toBe('completed');
+    expect(row.result).toEqual(stored.at(-1)!.payload);
+    expect(row.result).toMatchObject({ runId, sessions: [], completedBlocks: 1, duration: expect.any(Number) });
+    // A retried or late finish changes nothing and appends nothing.
+    const late = [{ key: 'p:block_end', event: { type: 'block_end' as const, blockId: 'p' } }];
+    expect(await activities.finishRun({ runId, outcome: { status: 'failed', error: 'late' }, events: late })).toEqual({ status: 'completed', finished: false });
+    expect((await eventsOf(runId)).map((e) => e.event_key)).toEqual(stored.map((e) => e.event_key));
+    expect((await runRow(runId)).result).toEqual(row.result);
+  });
+
   it('a retried append does not duplicate events, is announced by NOTIFY, and nothing follows the terminal event', async () => {
     const runId = await createRun(exampleGraph, { name: 'Ada' });
     const activities = createAppRunActivities({ db: stack.db });

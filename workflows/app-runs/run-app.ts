@@ -74,14 +74,14 @@ const TIMED_OUT = Symbol('timed out');
  */
 export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> {
   const { runId } = input;
-  const finish = async (outcome: RunOutcome): Promise<AppRunResult> => {
-    const { status } = await CancellationScope.nonCancellable(() => finishRun({ runId, outcome }));
+  const finish = async (outcome: RunOutcome, events: KeyedRunEvent[] = []): Promise<AppRunResult> => {
+    const { status } = await CancellationScope.nonCancellable(() => finishRun({ runId, outcome, events }));
     return { runId, status };
   };
 
   const walkScope = new CancellationScope();
   const walking = walkScope.run(async () => walkGraph(input, await loadRunPlan(runId)));
-  let outcome: RunOutcome | typeof TIMED_OUT;
+  let outcome: WalkResult | typeof TIMED_OUT;
   try {
     outcome = await raceTimeout(walking, walkScope, input.timeoutSeconds);
   } catch (error) {
@@ -94,7 +94,7 @@ export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> 
     throw error;
   }
   if (outcome === TIMED_OUT) return finish({ status: 'timed_out', error: `The run did not finish within ${input.timeoutSeconds} seconds` });
-  return finish(outcome);
+  return finish(outcome.outcome, outcome.events);
 }
 
 /** The walk's result, or TIMED_OUT (the walk is then cancelled) once `timeoutSeconds` have passed. */
@@ -115,12 +115,19 @@ async function raceTimeout<T>(work: Promise<T>, workScope: CancellationScope, ti
   }
 }
 
+/** How the walk ended, and the events it has not written yet: `finishRun` writes them with the terminal one. */
+interface WalkResult {
+  outcome: RunOutcome;
+  events: KeyedRunEvent[];
+}
+
 /**
  * Runs every block once its predecessors have settled; blocks that become ready together run
- * concurrently. Events are appended in one local activity whenever the walk has to wait (or ends).
- * A failed block stops further scheduling; the run then fails.
+ * concurrently. Events are appended in one local activity whenever the walk has to wait for a block
+ * in flight; the last ones go with the run's final write. A failed block stops further scheduling;
+ * the run then fails.
  */
-async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<RunOutcome> {
+async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<WalkResult> {
   const { graph, inputs } = plan;
   const trigger = inputs._trigger ?? null;
   const state = initialWalkState(graph);
@@ -174,25 +181,27 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<RunOutcome>
       continue;
     }
     // Nothing new can start. Pure blocks settle inside workflow code, so a chain of them was walked
-    // without a round trip per block; now write the events gathered so far, then look again
+    // without a round trip per block. With nothing in flight the walk is over; otherwise write the
+    // events gathered so far (streaming clients see them while a block works), then look again
     // (blocks may have settled meanwhile) or wait for work in flight.
+    if (inFlight.size === 0) break;
     if (pending.length > 0) {
       const events = pending;
       pending = [];
       const { runOpen } = await appendRunEvents({ runId: input.runId, events });
       // Finished elsewhere: the final write is a no-op and reports the row's status.
-      if (!runOpen) return { status: 'cancelled', error: 'The run was finished elsewhere' };
+      if (!runOpen) return { outcome: { status: 'cancelled', error: 'The run was finished elsewhere' }, events: [] };
       continue;
     }
-    if (inFlight.size === 0) break;
     await Promise.race(inFlight.values());
   }
 
-  if (failure) return { status: 'failed', error: sanitizeError(`Block '${failure.blockId}' failed: ${failure.error}`) };
+  if (failure) return { outcome: { status: 'failed', error: sanitizeError(`Block '${failure.blockId}' failed: ${failure.error}`) }, events: pending };
   let completedBlocks = 0;
   for (const status of state.status.values()) if (status === 'completed') completedBlocks += 1;
-  return {
+  const outcome: RunOutcome = {
     status: 'completed', sessions, completedBlocks,
     ...(input.trace ? { globalCtx: buildGlobalCtx(state.outputs, trigger) } : {}),
   };
+  return { outcome, events: pending };
 }
