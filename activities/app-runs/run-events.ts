@@ -4,6 +4,7 @@ import { parseRunnableGraph } from '../../shared/app-runs/graph-schema.js';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { eventColumns } from '../../shared/app-runs/event-log.js';
 import { RUN_EVENTS_CHANNEL, type RunEvent, type Session } from '../../shared/app-runs/events.js';
+import { executePrepared } from '../../shared/db/client.js';
 import type { RunStatus } from '../../shared/db/types.js';
 import { truncateLargeStrings } from '../../workflows/app-runs/trace.js';
 import type { ActivityDeps } from '../deps.js';
@@ -35,11 +36,11 @@ export type RunOutcome =
 export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
   return {
     async loadRunPlan(runId: string): Promise<RunPlan> {
-      const row = await db.selectFrom('runs')
+      const [row] = await executePrepared(db, 'load_run_plan', db.selectFrom('runs')
         .innerJoin('deployments', 'deployments.id', 'runs.deployment_id')
         .select(['runs.document_id', 'runs.inputs', 'deployments.snapshot'])
         .where('runs.id', '=', runId)
-        .executeTakeFirst();
+        .compile());
       if (!row) throw ApplicationFailure.nonRetryable(`run ${runId} does not exist`, 'RunNotFound');
       const graph = parseRunnableGraph(row.snapshot);
       if (!graph) throw ApplicationFailure.nonRetryable(`the published graph of run ${runId} does not validate`, 'InvalidGraph');
@@ -60,7 +61,7 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
       const { runId } = input;
       // Outputs may be claims: events carry the real values. Stored payloads never change, so this read needs no lock.
       const { keys, types, payloads } = eventColumns(await resolveClaims(db, runId, input.events));
-      const { rows: [row] } = await sql<{ status: RunStatus | null; appended: number }>`
+      const [row] = await executePrepared(db, 'append_run_events', sql<{ status: RunStatus | null; appended: number }>`
         WITH run AS (
           SELECT status FROM runs WHERE id = ${runId}::uuid FOR SHARE
         ), appended AS (
@@ -75,7 +76,7 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
           SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
         )
         SELECT (SELECT status FROM run) AS status, (SELECT count(*) FROM appended)::int AS appended, (SELECT count(*) FROM notified) AS notified
-      `.execute(db);
+      `.compile(db));
       if (!row?.status) throw ApplicationFailure.nonRetryable(`run ${runId} does not exist`, 'RunNotFound');
       return { appended: row.appended, runOpen: row.status === 'running' };
     },
@@ -104,7 +105,7 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
         ? { type: 'run_complete' as const, payload: { runId, sessions: outcome.sessions, completedBlocks: outcome.completedBlocks, ...(outcome.globalCtx ? { globalCtx: outcome.globalCtx } : {}) } }
         : { type: 'run_error' as const, payload: { runId, error: outcome.error, executionStatus: outcome.status } };
       const { keys, types, payloads } = eventColumns(events);
-      const { rows: [row] } = await sql<{ finished: boolean }>`
+      const [row] = await executePrepared(db, 'finish_run', sql<{ finished: boolean }>`
         WITH finished AS (
           UPDATE runs SET
             status = ${outcome.status},
@@ -130,7 +131,7 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
           SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
         )
         SELECT EXISTS (SELECT 1 FROM finished) AS finished, (SELECT count(*) FROM notified) AS notified
-      `.execute(db);
+      `.compile(db));
       if (row?.finished) return { status: outcome.status, finished: true };
       const run = await db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
       if (!run) throw ApplicationFailure.nonRetryable(`run ${runId} does not exist`, 'RunNotFound');

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Database } from '../db/client.js';
+import { executePrepared, type Database } from '../db/client.js';
 import type { PgListener } from '../db/listener.js';
 import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEvent, type RunEventType } from './events.js';
 
@@ -36,8 +36,8 @@ export async function appendRunEvents(db: Database, runId: string, events: Array
 }
 
 export async function readRunEventsAfter(db: Database, runId: string, afterId: number): Promise<StoredRunEvent[]> {
-  const rows = await db.selectFrom('run_events').select(['id', 'type', 'payload'])
-    .where('run_id', '=', runId).where('id', '>', afterId).orderBy('id').limit(1000).execute();
+  const rows = await executePrepared(db, 'read_run_events_after', db.selectFrom('run_events').select(['id', 'type', 'payload'])
+    .where('run_id', '=', runId).where('id', '>', afterId).orderBy('id').limit(1000).compile());
   return rows.map((r) => ({ id: r.id, type: r.type as RunEventType, payload: r.payload as Record<string, unknown> }));
 }
 

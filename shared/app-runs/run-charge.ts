@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Database } from '../db/client.js';
+import { executePrepared, type Database } from '../db/client.js';
 import { newId } from '../ids.js';
 import type { StoredRunEvent } from './event-log.js';
 import { RUN_EVENTS_CHANNEL } from './events.js';
@@ -19,7 +19,7 @@ export interface ChargedRunRow {
  */
 export async function insertChargedRun(db: Database, run: ChargedRunRow, costMilli: number): Promise<{ startEvent: StoredRunEvent } | null> {
   const startPayload = { runId: run.runId, documentId: run.documentId };
-  const { rows } = await sql<{ start_event_id: string }>`
+  const rows = await executePrepared(db, 'insert_charged_run', sql<{ start_event_id: string }>`
     WITH charged AS (
       UPDATE credit_balances SET balance_milli = balance_milli - ${costMilli}, updated_at = now()
       WHERE team_id = ${run.teamId} AND balance_milli >= ${costMilli}
@@ -42,7 +42,7 @@ export async function insertChargedRun(db: Database, run: ChargedRunRow, costMil
       RETURNING id
     )
     SELECT id AS start_event_id, pg_notify(${RUN_EVENTS_CHANNEL}, ${run.runId}) FROM start_event
-  `.execute(db);
+  `.compile(db));
   // bigserial arrives as a string from pg.
   return rows[0] ? { startEvent: { id: Number(rows[0].start_event_id), type: 'run_start', payload: startPayload } } : null;
 }

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { sql } from 'kysely';
-import type { Database } from '../db/client.js';
+import { executePrepared, type Database } from '../db/client.js';
 import type { Principal, PrincipalOf } from '../credentials/principal.js';
 import { assertWithinCreditLimit } from '../credentials/api-keys.js';
 import { AppError } from '../errors.js';
@@ -43,10 +43,12 @@ export async function findLiveRunDeployment(db: Database, deploymentId: string):
 /** The deployment a run request names: by id (or by document id), then by `version` among the document's deployments. */
 export async function findRunDeployment(db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined): Promise<DeploymentRow> {
   // One query: the document's live deployments, found by document id or through the named deployment.
-  const candidates = await db.selectFrom('deployments').select(deploymentColumns)
+  // Prepared (every run request asks): one statement name per shape of the query.
+  const query = db.selectFrom('deployments').select(deploymentColumns)
     .where('document_id', '=', by.documentId ?? ((eb) => eb.selectFrom('deployments as named').select('named.document_id')
       .where('named.id', '=', by.deploymentId!).where('named.deleted_at', 'is', null)))
-    .where('deleted_at', 'is', null).execute() as DeploymentRow[];
+    .where('deleted_at', 'is', null);
+  const candidates = await executePrepared(db, by.documentId ? 'run_deployments_by_document' : 'run_deployments_by_deployment', query.compile()) as DeploymentRow[];
   // The deployment-id route runs that deployment unless a `version` asks for another one of its document.
   const chosen = by.deploymentId && version === undefined
     ? candidates.find((d) => d.id === by.deploymentId)

@@ -1,5 +1,5 @@
 import { decodeJwt } from 'jose';
-import type { Database } from '../db/client.js';
+import { executePrepared, type Database } from '../db/client.js';
 import { sha256Hex } from '../crypto.js';
 import { AppError } from '../errors.js';
 import { isUuid } from '../ids.js';
@@ -24,13 +24,14 @@ export function createAuthenticator(deps: { db: Database; idp: IdentityProvider;
 
   async function apiKey(token: string): Promise<Principal> {
     if (!hasValidTokenShape('apiKey', token)) throw unauthorized(authMessages.invalidApiKey);
-    const row = await db.selectFrom('api_keys')
+    // Every run request starts here: a prepared statement.
+    const [row] = await executePrepared(db, 'authenticate_api_key', db.selectFrom('api_keys')
       .innerJoin('teams', 'teams.id', 'api_keys.team_id')
       .select(['api_keys.id', 'api_keys.team_id', 'api_keys.created_by', 'api_keys.limit_credits', 'api_keys.usage_credits', 'api_keys.expires_at'])
       .where('api_keys.key_hash', '=', sha256Hex(token))
       .where('api_keys.deleted_at', 'is', null)
       .where('teams.deleted_at', 'is', null)
-      .executeTakeFirst();
+      .compile());
     // Creation accepts no expiry, but a row that has one is honoured (spec §5.1).
     if (!row || (row.expires_at && row.expires_at.getTime() <= Date.now())) throw unauthorized(authMessages.invalidApiKey);
     return { kind: 'api-key', apiKeyId: row.id, userId: row.created_by, teamId: row.team_id, limitCredits: row.limit_credits, usageCredits: row.usage_credits };

@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import type { DB } from './types.js';
 
@@ -17,5 +17,22 @@ export function createDb(connectionString: string, options: { poolSize?: number;
   // An idle connection that the server drops (restart, failover, admin shutdown) is emitted as a
   // pool 'error'; unhandled, it would crash the process. The pool discards that client by itself.
   pool.on('error', (error) => options.onIdleError?.(error));
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  pools.set(db, pool);
+  return db;
+}
+
+const pools = new WeakMap<Database, pg.Pool>();
+
+/**
+ * Runs a statement of the run path as a named prepared statement: each pooled connection parses
+ * and plans it once, and the call skips Kysely's per-query connection handling (measured: an API
+ * key lookup 0.39 ms through Kysely, 0.09 ms prepared). `name` must always go with the same SQL
+ * text. Inside a transaction (no pool of its own) it runs as a plain query on that transaction.
+ */
+export async function executePrepared<R>(db: Database, name: string, compiled: CompiledQuery<R>): Promise<R[]> {
+  const pool = pools.get(db);
+  if (!pool) return (await db.executeQuery(compiled)).rows;
+  const { rows } = await pool.query({ name, text: compiled.sql, values: compiled.parameters as unknown[] });
+  return rows as R[];
 }

@@ -3,7 +3,7 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.js';
-import { createDb } from '../../shared/db/client.js';
+import { createDb, executePrepared } from '../../shared/db/client.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 
 describe('API skeleton', () => {
@@ -69,6 +69,24 @@ describe('API skeleton', () => {
       expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
     } finally {
       await app.close();
+      await db.destroy();
+    }
+  });
+
+  it('executePrepared: a named statement per pooled connection, and inside a transaction the transaction itself', async () => {
+    const db = createDb(stack.databaseUrl, { poolSize: 1, applicationName: 'prepared-test' });
+    try {
+      const query = (n: number) => sql<{ doubled: number }>`SELECT ${n}::int * 2 AS doubled`.compile(db);
+      for (const n of [1, 2, 3]) expect(await executePrepared(db, 'test_doubled', query(n))).toEqual([{ doubled: n * 2 }]);
+      const { rows } = await sql<{ names: string[] }>`SELECT coalesce(array_agg(name::text), '{}') AS names FROM pg_prepared_statements`.execute(db);
+      expect(rows[0]!.names).toEqual(['test_doubled']);
+      // A transaction is not the pool: the statement runs on it and sees its uncommitted writes.
+      await db.transaction().execute(async (trx) => {
+        await sql`CREATE TEMP TABLE prepared_probe (n int) ON COMMIT DROP`.execute(trx);
+        await sql`INSERT INTO prepared_probe VALUES (7)`.execute(trx);
+        expect(await executePrepared(trx, 'test_probe', sql<{ n: number }>`SELECT n FROM prepared_probe`.compile(trx))).toEqual([{ n: 7 }]);
+      });
+    } finally {
       await db.destroy();
     }
   });
