@@ -1,11 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import type { Database } from '../../shared/db/client.js';
-import { BlockFailure, errorMessage, evaluateBlock, resolveIoBlock, type EvaluationContext, type IoBlockCall } from '../../workflows/app-runs/evaluate.js';
+import { ACTIVITY_JSONATA_GUARD, BlockFailure, errorMessage, evaluateBlock, resolveIoBlock, type EvaluationContext, type IoBlockCall } from '../../workflows/app-runs/evaluate.js';
 import { resolveClaims, storeClaim } from './claim-store.js';
 
 /** What a block can read, as the workflow holds it: values may be claims. */
-export interface ClaimedEvaluationInput {
+export interface ActivityEvaluationInput {
   runId: string;
   blockId: string;
   graph: Graph;
@@ -16,10 +16,11 @@ export interface ClaimedEvaluationInput {
 }
 
 /**
- * Evaluation of blocks that read claimed values (docs/app-runs.md "Large payloads"): the same pure
- * functions as workflow code (workflows/app-runs/evaluate.ts), run on the resolved values, so the
- * large values never enter workflow history. Local activities: their input is not recorded; only
- * the (small, or claimed) result is.
+ * Evaluation of blocks outside workflow code: blocks that read claimed values (docs/app-runs.md
+ * "Large payloads"), run on the resolved values so the large values never enter workflow history,
+ * and JSONata that needs more steps than workflow code allows, bounded here by JSONata's timeout.
+ * The same pure functions as workflow code (workflows/app-runs/evaluate.ts). Local activities: their
+ * input is not recorded; only the (small, or claimed) result is.
  */
 export function createClaimEvaluationActivities({ db }: { db: Database }) {
   return {
@@ -28,11 +29,11 @@ export function createClaimEvaluationActivities({ db }: { db: Database }) {
      * a claim (`output:<blockId>` / `request:<blockId>`) when over the threshold. A block that cannot
      * produce an output fails without retry, with the message the workflow would have reported.
      */
-    async evaluateBlockWithClaims(input: ClaimedEvaluationInput): Promise<unknown> {
+    async evaluateBlockInActivity(input: ActivityEvaluationInput): Promise<unknown> {
       const block = input.graph.blocks.find((b) => b.id === input.blockId);
       if (!block) throw ApplicationFailure.nonRetryable(`block ${input.blockId} is not in the graph`, 'BlockFailure');
       const [inputs, outputs] = await resolveClaims(db, input.runId, [input.inputs, input.outputs] as const);
-      const context: EvaluationContext = { graph: input.graph, outputs: new Map(outputs), trigger: input.trigger };
+      const context: EvaluationContext = { graph: input.graph, outputs: new Map(outputs), trigger: input.trigger, jsonataGuard: ACTIVITY_JSONATA_GUARD };
       try {
         if (block.type === 'llm' || block.type === 'http') {
           const call: IoBlockCall = resolveIoBlock(block, context);

@@ -264,6 +264,26 @@ describe('app run workflow on the real stack', () => {
     expect(await runRow(runId)).toMatchObject({ status: 'cancelled' });
   });
 
+  it('a transform that needs more JSONata steps than workflow code allows is evaluated by the activity, and a runaway one fails its block', async () => {
+    const graph: Graph = {
+      blocks: [
+        { id: 'n', type: 'input', name: 'n', config: { valueType: 'number' } },
+        { id: 'x', type: 'transform', name: 'sum', config: { expression: '$sum([1..$n].($ * 2))' } },
+        { id: 'o', type: 'output', name: 'result', config: { value: '{{x}}' } },
+      ],
+      edges: [{ from: 'n', to: 'x' }, { from: 'x', to: 'o' }],
+    };
+    // 20,000 elements: about 80,000 steps, seconds under the workflow sandbox's promise hook.
+    const runId = await createRun(graph, { n: 20_000 });
+    expect(await execute({ runId, trace: false, timeoutSeconds: 60 })).toEqual({ runId, status: 'completed' });
+    const events = await eventsOf(runId);
+    expect(events.find((e) => e.event_key === 'x:block_complete')!.payload).toEqual({ blockId: 'x', output: 400_020_000 });
+
+    const runaway = await createRun({ ...graph, blocks: graph.blocks.map((b) => b.id === 'x' ? { ...b, config: { expression: '$sum([1..$n].($sum([1..$n])))' } } : b) }, { n: 100_000 });
+    expect(await execute({ runId: runaway, trace: false, timeoutSeconds: 60 })).toEqual({ runId: runaway, status: 'failed' });
+    expect((await eventsOf(runaway)).find((e) => e.event_key === 'x:block_error')!.payload).toMatchObject({ blockId: 'x', error: expect.stringMatching(/D1012/) });
+  });
+
   it('finishRun writes the walk\'s last events before the terminal one, in one go, and only once', async () => {
     const runId = await createRun(exampleGraph, { name: 'Ada' });
     const activities = createAppRunActivities({ db: stack.db });

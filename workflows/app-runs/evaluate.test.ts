@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { evaluateBlock, evaluateJsonata, pdfInputSource, renderTemplate, resolveIoBlock, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
+import { ACTIVITY_JSONATA_GUARD, WorkflowBudgetExceeded, evaluateBlock, evaluateJsonata, pdfInputSource, renderTemplate, resolveIoBlock, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
 
 const graph: Graph = {
   blocks: [
@@ -67,6 +67,19 @@ describe('JSONata', () => {
   it('fails with the JSONata message', async () => {
     await expect(evaluateJsonata('$q + 1', context)).rejects.toThrow(/JSONata: .*T2001/);
     await expect(evaluateJsonata('{ broken', context)).rejects.toThrow(/JSONata:/);
+  });
+
+  it('bounds an expression: a step budget in workflow code, a timeout in an activity', async () => {
+    const mapTenThousand = '$sum([1..10000].($ * 2))';
+    await expect(evaluateJsonata(mapTenThousand, context)).rejects.toBeInstanceOf(WorkflowBudgetExceeded);
+    await expect(evaluateJsonata(mapTenThousand, { ...context, jsonataGuard: ACTIVITY_JSONATA_GUARD })).resolves.toBe(100010000);
+    // Few steps over many items: counted too (each inner range is 100,000 elements).
+    await expect(evaluateJsonata('$sum([1..20].($sum([1..100000])))', context)).rejects.toBeInstanceOf(WorkflowBudgetExceeded);
+    await expect(evaluateJsonata('$length($pad("", 2000000))', context)).rejects.toBeInstanceOf(WorkflowBudgetExceeded);
+    // Within the budget nothing changes; a runaway expression fails the block once its time is up.
+    await expect(evaluateJsonata('$sum([1..100])', context)).resolves.toBe(5050);
+    await expect(evaluateJsonata('$sum([1..100000].($sum([1..100000])))', { ...context, jsonataGuard: { timeoutMs: 50 } }))
+      .rejects.toThrow(/JSONata: .*D1012/);
   });
 
   it('coerces like $boolean', () => {

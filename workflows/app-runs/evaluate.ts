@@ -13,6 +13,42 @@ export interface EvaluationContext {
   graph: Graph;
   outputs: ReadonlyMap<string, unknown>;
   trigger: unknown;
+  /** How JSONata is bounded; workflow code leaves it unset (the budget below). */
+  jsonataGuard?: JsonataGuard;
+}
+
+/**
+ * Workflow code has no clock, and under the SDK's promise hook (a stack trace per promise) a JSONata
+ * step costs about 60 µs against about 1 µs outside. There an expression gets a budget: evaluation
+ * steps, and items it produces or reads (array elements, string characters); one that needs more is
+ * evaluated again by a local activity, bounded by JSONata's own timeout. Either way no expression
+ * runs near the 5 s deadlock timeout of a workflow task, past which the SDK stops the sandbox
+ * mid-evaluation and Node aborts the whole worker ("async hook stack has become corrupted").
+ */
+export type JsonataGuard = { maxSteps: number; maxItems: number } | { timeoutMs: number };
+// Measured under a stack-capturing promise hook: 5,000 steps ≈ 0.3 s, 1,000,000 items ≈ 15 ms.
+export const WORKFLOW_JSONATA_GUARD: JsonataGuard = { maxSteps: 5_000, maxItems: 1_000_000 };
+export const ACTIVITY_JSONATA_GUARD: JsonataGuard = { timeoutMs: 3_000 };
+
+/** An expression that needs more than workflow code allows: the block is evaluated by an activity. */
+export class WorkflowBudgetExceeded extends Error {
+  override readonly name = 'WorkflowBudgetExceeded';
+}
+
+/** JSONata's evaluation hooks: called before and after every node of the expression. */
+const EVALUATE_ENTRY = Symbol.for('jsonata.__evaluate_entry') as unknown as string;
+const EVALUATE_EXIT = Symbol.for('jsonata.__evaluate_exit') as unknown as string;
+
+function applyBudget(compiled: jsonata.Expression, { maxSteps, maxItems }: { maxSteps: number; maxItems: number }): void {
+  let steps = 0;
+  let items = 0;
+  compiled.assign(EVALUATE_ENTRY, () => {
+    if (++steps > maxSteps) throw new WorkflowBudgetExceeded(`more than ${maxSteps} JSONata steps`);
+  });
+  compiled.assign(EVALUATE_EXIT, (_expr: unknown, _input: unknown, _environment: unknown, result: unknown) => {
+    items += Array.isArray(result) || typeof result === 'string' ? result.length : 0;
+    if (items > maxItems) throw new WorkflowBudgetExceeded(`more than ${maxItems} JSONata items`);
+  });
 }
 
 /** A block that cannot produce an output; its message becomes the `block_error` event. */
@@ -69,16 +105,20 @@ export function jsonataBindings(context: EvaluationContext): Record<string, unkn
   return bindings;
 }
 
-// Guardrails that work without a clock (JSONata's own `timeout` reads Date.now, frozen in workflows).
+// Depth and sequence guardrails hold everywhere; time is bounded by the context's guard.
 const JSONATA_LIMITS = { stack: 500, sequence: 200_000 };
 
 /** Evaluates JSONata; the result is plain JSON (undefined → null, JSONata sequences → arrays). */
 export async function evaluateJsonata(expression: string, context: EvaluationContext): Promise<unknown> {
+  const guard = context.jsonataGuard ?? WORKFLOW_JSONATA_GUARD;
   let result: unknown;
   try {
     const bindings = jsonataBindings(context);
-    result = await jsonata(expression, JSONATA_LIMITS as jsonata.JsonataOptions).evaluate(bindings, bindings);
+    const compiled = jsonata(expression, { ...JSONATA_LIMITS, ...('timeoutMs' in guard ? { timeout: guard.timeoutMs } : {}) } as jsonata.JsonataOptions);
+    if ('maxSteps' in guard) applyBudget(compiled, guard);
+    result = await compiled.evaluate(bindings, bindings);
   } catch (error) {
+    if (error instanceof WorkflowBudgetExceeded) throw error;
     throw new BlockFailure(`JSONata: ${errorMessage(error)}`);
   }
   return result === undefined ? null : (JSON.parse(JSON.stringify(result) ?? 'null') as unknown);

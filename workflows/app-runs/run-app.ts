@@ -1,14 +1,14 @@
 import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { KeyedRunEvent, RunOutcome, RunPlan } from '../../activities/app-runs/run-events.js';
-import type { ClaimedEvaluationInput } from '../../activities/app-runs/claim-evaluation.js';
+import type { ActivityEvaluationInput } from '../../activities/app-runs/claim-evaluation.js';
 import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
 import type { IoBlockActivities, PdfInputActivities } from '../../shared/app-runs/io-blocks.js';
 import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
 import type { RunStatus } from '../../shared/db/types.js';
 import { httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
-import { errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from './evaluate.js';
+import { WorkflowBudgetExceeded, errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from './evaluate.js';
 import { initialWalkState, takeReadyBlocks } from './schedule.js';
 import { buildGlobalCtx } from './trace.js';
 
@@ -17,25 +17,30 @@ const { runLlmBlock } = proxyActivities<IoBlockActivities>(llmBlockActivity);
 const { extractPdfText } = proxyActivities<PdfInputActivities>(pdfInputActivity);
 
 // The plan read is one indexed query: a local activity saves the run two round trips through the server.
-// The claim-check activities are local too: their input (the run's values) is not recorded in history.
-const { appendRunEvents, finishRun, loadRunPlan, evaluateBlockWithClaims, storeRunPayload } = proxyLocalActivities<Activities>(runEventsLocalActivity);
+// The block-evaluation activities are local too: their input (the run's values) is not recorded in history.
+const { appendRunEvents, finishRun, loadRunPlan, evaluateBlockInActivity, storeRunPayload } = proxyLocalActivities<Activities>(runEventsLocalActivity);
 
 /**
- * A block's output, or an I/O block's rendered call, computed where its values are: in workflow
- * code, or — when something the block can read is a claim (docs/app-runs.md "Large payloads") — in
- * a local activity that resolves the claims first. A value that grows over the claim threshold in
- * workflow code is stored too, so only claims reach later activity inputs and results.
+ * A block's output, or an I/O block's rendered call, computed in workflow code; by a local activity
+ * when something the block can read is a claim (docs/app-runs.md "Large payloads", the activity
+ * resolves the claims first) or when its JSONata needs more steps than workflow code allows
+ * (evaluate.ts, `JsonataGuard`). A value that grows over the claim threshold in workflow code is
+ * stored too, so only claims reach later activity inputs and results.
  */
 async function evaluate(runId: string, block: Block, context: EvaluationContext, inputs: Record<string, unknown>, claimed: boolean): Promise<unknown> {
   const io = block.type === 'llm' || block.type === 'http';
+  const inActivity = () => evaluateBlockInActivity({
+    runId, blockId: block.id, graph: context.graph, outputs: [...context.outputs], inputs, trigger: context.trigger,
+  } satisfies ActivityEvaluationInput);
   // An input block only passes its value on (a claim stays a claim): no values to resolve.
-  if (claimed && block.type !== 'input') {
-    const request: ClaimedEvaluationInput = {
-      runId, blockId: block.id, graph: context.graph, outputs: [...context.outputs], inputs, trigger: context.trigger,
-    };
-    return evaluateBlockWithClaims(request);
+  if (claimed && block.type !== 'input') return inActivity();
+  let value: unknown;
+  try {
+    value = io ? resolveIoBlock(block, context) : await evaluateBlock(block, context, inputs);
+  } catch (error) {
+    if (error instanceof WorkflowBudgetExceeded) return inActivity();
+    throw error;
   }
-  const value = io ? resolveIoBlock(block, context) : await evaluateBlock(block, context, inputs);
   if (!exceedsClaimThreshold(value)) return value;
   return storeRunPayload({ runId, key: `${io ? 'request' : 'output'}:${block.id}`, value });
 }
