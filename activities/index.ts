@@ -1,5 +1,5 @@
 import type { ActivityDeps } from './deps.js';
-import { createClaimEvaluationActivities } from './app-runs/claim-evaluation.js';
+import { createBlockEvaluationActivities } from './app-runs/block-evaluation.js';
 import { createHttpBlockActivities } from './app-runs/http-block.js';
 import { createLlmBlockActivities } from './app-runs/llm-block.js';
 import { createPdfInputActivities } from './app-runs/pdf-input.js';
@@ -14,7 +14,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createPlatformActivities(deps),
     ...createAppRunActivities(deps),
-    ...createClaimEvaluationActivities(deps),
+    ...createBlockEvaluationActivities(deps),
     ...createLlmBlockActivities(deps),
     ...createHttpBlockActivities(deps),
     ...createPdfInputActivities(deps),

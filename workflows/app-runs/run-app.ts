@@ -1,7 +1,7 @@
 import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { KeyedRunEvent, RunOutcome, RunPlan } from '../../activities/app-runs/run-events.js';
-import type { ActivityEvaluationInput } from '../../activities/app-runs/claim-evaluation.js';
+import type { ActivityEvaluationInput } from '../../activities/app-runs/block-evaluation.js';
 import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
 import type { IoBlockActivities, PdfInputActivities } from '../../shared/app-runs/io-blocks.js';
@@ -23,7 +23,7 @@ const { appendRunEvents, finishRun, loadRunPlan, evaluateBlockInActivity, storeR
 /**
  * A block's output, or an I/O block's rendered call, computed in workflow code; by a local activity
  * when something the block can read is a claim (docs/app-runs.md "Large payloads", the activity
- * resolves the claims first) or when its JSONata needs more steps than workflow code allows
+ * resolves the claims first) or when its JSONata needs more than the budget workflow code allows
  * (evaluate.ts, `JsonataGuard`). A value that grows over the claim threshold in workflow code is
  * stored too, so only claims reach later activity inputs and results.
  */

@@ -22,7 +22,7 @@ export interface ActivityEvaluationInput {
  * The same pure functions as workflow code (workflows/app-runs/evaluate.ts). Local activities: their
  * input is not recorded; only the (small, or claimed) result is.
  */
-export function createClaimEvaluationActivities({ db }: { db: Database }) {
+export function createBlockEvaluationActivities({ db }: { db: Database }) {
   return {
     /**
      * A pure block's output, or an I/O block's rendered call (`IoBlockCall`); either is returned as
