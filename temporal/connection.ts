@@ -18,10 +18,10 @@ export async function connectTemporalClient(address: string, namespace: string):
   return { client, connection, close: () => connection.close() };
 }
 
-/** True when the frontend answers a health check within `timeoutMs`. Used by /readyz. */
 /** What the readiness check needs of a connection (native or pure-JS gRPC alike). */
 export type TemporalHealthConnection = Pick<NativeConnection, 'workflowService' | 'withDeadline'>;
 
+/** True when the frontend answers a health check within `timeoutMs`. Used by /readyz. */
 export async function checkTemporal(connection: TemporalHealthConnection, timeoutMs = 2_000): Promise<void> {
   await connection.withDeadline(Date.now() + timeoutMs, () =>
     connection.workflowService.getSystemInfo({}),

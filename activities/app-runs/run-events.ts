@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { sql } from 'kysely';
 import { parseRunnableGraph } from '../../shared/app-runs/graph-schema.js';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { eventColumns } from '../../shared/app-runs/event-log.js';
+import { eventRows } from '../../shared/app-runs/event-log.js';
 import { RUN_EVENTS_CHANNEL, type RunEvent, type Session } from '../../shared/app-runs/events.js';
 import { executePrepared } from '../../shared/db/client.js';
 import type { RunStatus } from '../../shared/db/types.js';
@@ -60,14 +60,13 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
     async appendRunEvents(input: { runId: string; events: KeyedRunEvent[] }): Promise<{ appended: number; runOpen: boolean }> {
       const { runId } = input;
       // Outputs may be claims: events carry the real values. Stored payloads never change, so this read needs no lock.
-      const { keys, types, payloads } = eventColumns(await resolveClaims(db, runId, input.events));
+      const events = await resolveClaims(db, runId, input.events);
       const [row] = await executePrepared(db, 'append_run_events', sql<{ status: RunStatus | null; appended: number }>`
         WITH run AS (
           SELECT status FROM runs WHERE id = ${runId}::uuid FOR SHARE
         ), appended AS (
           INSERT INTO run_events (run_id, event_key, type, payload)
-          SELECT ${runId}::uuid, e.key, e.type, e.payload
-          FROM unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS e(key, type, payload, ord)
+          SELECT ${runId}::uuid, e.key, e.type, e.payload FROM ${eventRows(events)}
           WHERE EXISTS (SELECT 1 FROM run WHERE status = 'running')
           ORDER BY e.ord
           ON CONFLICT (run_id, event_key) DO NOTHING
@@ -104,27 +103,26 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
       const terminal = completed
         ? { type: 'run_complete' as const, payload: { runId, sessions: outcome.sessions, completedBlocks: outcome.completedBlocks, ...(outcome.globalCtx ? { globalCtx: outcome.globalCtx } : {}) } }
         : { type: 'run_error' as const, payload: { runId, error: outcome.error, executionStatus: outcome.status } };
-      const { keys, types, payloads } = eventColumns(events);
+      const terminalPayload = JSON.stringify(terminal.payload);
       const [row] = await executePrepared(db, 'finish_run', sql<{ finished: boolean }>`
         WITH finished AS (
           UPDATE runs SET
             status = ${outcome.status},
-            result = CASE WHEN ${completed}::boolean THEN ${JSON.stringify(terminal.payload)}::jsonb
+            result = CASE WHEN ${completed}::boolean THEN ${terminalPayload}::jsonb
               || jsonb_build_object('duration', greatest(0, round(extract(epoch from clock_timestamp() - created_at) * 1000))::bigint) END,
             error = ${completed ? null : outcome.error}::text,
             finished_at = now()
           WHERE id = ${runId}::uuid AND status = 'running'
-          RETURNING coalesce(result, ${JSON.stringify(terminal.payload)}::jsonb) AS terminal_payload
+          RETURNING coalesce(result, ${terminalPayload}::jsonb) AS terminal_payload
         ), appended AS (
           INSERT INTO run_events (run_id, event_key, type, payload)
-          SELECT ${runId}::uuid, e.key, e.type, e.payload FROM (
-            SELECT u.key, u.type, u.payload, u.ord
-            FROM unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS u(key, type, payload, ord)
+          SELECT ${runId}::uuid, walk.key, walk.type, walk.payload FROM (
+            SELECT e.key, e.type, e.payload, e.ord FROM ${eventRows(events)}
             WHERE EXISTS (SELECT 1 FROM finished)
             UNION ALL
-            SELECT ${terminal.type}::text, ${terminal.type}::text, terminal_payload, ${keys.length + 1}::bigint FROM finished
-          ) e
-          ORDER BY e.ord
+            SELECT ${terminal.type}::text, ${terminal.type}::text, terminal_payload, ${events.length + 1}::bigint FROM finished
+          ) AS walk
+          ORDER BY walk.ord
           ON CONFLICT (run_id, event_key) DO NOTHING
           RETURNING 1
         ), notified AS (

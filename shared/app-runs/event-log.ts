@@ -1,17 +1,20 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { executePrepared, type Database } from '../db/client.js';
 import type { PgListener } from '../db/listener.js';
 import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEvent, type RunEventType } from './events.js';
 
 export interface StoredRunEvent { id: number; type: RunEventType; payload: Record<string, unknown> }
 
-/** Events as three parallel arrays, the parameters of an `unnest(...) WITH ORDINALITY` insert. */
-export function eventColumns(events: ReadonlyArray<{ key: string; event: RunEvent }>): { keys: string[]; types: string[]; payloads: string[] } {
+/**
+ * Events as rows `e(key, type, payload, ord)` for a FROM clause: `unnest` over three array
+ * parameters, `ord` their position, so `ORDER BY e.ord` inserts them (and numbers their ids) in order.
+ */
+export function eventRows(events: ReadonlyArray<{ key: string; event: RunEvent }>): RawBuilder<unknown> {
   const keys: string[] = []; const types: string[] = []; const payloads: string[] = [];
   for (const { key, event: { type, ...payload } } of events) {
     keys.push(key); types.push(type); payloads.push(JSON.stringify(payload));
   }
-  return { keys, types, payloads };
+  return sql`unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS e(key, type, payload, ord)`;
 }
 
 /**
@@ -21,12 +24,10 @@ export function eventColumns(events: ReadonlyArray<{ key: string; event: RunEven
  */
 export async function appendRunEvents(db: Database, runId: string, events: Array<{ key: string; event: RunEvent }>): Promise<void> {
   if (events.length === 0) return;
-  const { keys, types, payloads } = eventColumns(events);
   await sql`
     WITH appended AS (
       INSERT INTO run_events (run_id, event_key, type, payload)
-      SELECT ${runId}::uuid, e.key, e.type, e.payload
-      FROM unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS e(key, type, payload, ord)
+      SELECT ${runId}::uuid, e.key, e.type, e.payload FROM ${eventRows(events)}
       ORDER BY e.ord
       ON CONFLICT (run_id, event_key) DO NOTHING
       RETURNING 1
