@@ -76,7 +76,11 @@ describe('JSONata', () => {
     // Few steps over many items: counted too (each inner range is 100,000 elements).
     await expect(evaluateJsonata('$sum([1..20].($sum([1..100000])))', context)).rejects.toBeInstanceOf(WorkflowBudgetExceeded);
     await expect(evaluateJsonata('$length($pad("", 2000000))', context)).rejects.toBeInstanceOf(WorkflowBudgetExceeded);
-    // Within the budget nothing changes; a runaway expression fails the block once its time is up.
+    // Without a call or a range, a path over variables still multiplies: its steps are counted (without a hook).
+    const wide = contextWith({ w: Array.from({ length: 30 }, (_, i) => i) });
+    await expect(evaluateJsonata('$w.$w.$w.$w', wide)).rejects.toBeInstanceOf(WorkflowBudgetExceeded);
+    await expect(evaluateJsonata('$count($w.$w)', wide)).resolves.toBe(900);
+        // Within the budget nothing changes; a runaway expression fails the block once its time is up.
     await expect(evaluateJsonata('$sum([1..100])', context)).resolves.toBe(5050);
     await expect(evaluateJsonata('$sum([1..100000].($sum([1..100000])))', { ...context, jsonataGuard: { timeoutMs: 50 } }))
       .rejects.toThrow(/JSONata: .*D1012/);
