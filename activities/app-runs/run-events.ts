@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { sql } from 'kysely';
 import { parseRunnableGraph } from '../../shared/app-runs/graph-schema.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { RunPlan } from '../../shared/app-runs/run-plan.js';
 import { eventRows } from '../../shared/app-runs/event-log.js';
 import { RUN_EVENTS_CHANNEL, type RunEvent, type Session } from '../../shared/app-runs/events.js';
 import { executePrepared } from '../../shared/db/client.js';
@@ -9,14 +9,6 @@ import type { RunStatus } from '../../shared/db/types.js';
 import { truncateLargeStrings } from '../../workflows/app-runs/trace.js';
 import type { ActivityDeps } from '../deps.js';
 import { resolveClaims, storeClaim } from './claim-store.js';
-
-/** What the run workflow needs from PostgreSQL: the published graph and the validated inputs. */
-export interface RunPlan {
-  documentId: string;
-  graph: Graph;
-  /** Already validated by the API, with `_trigger` set; values over the claim threshold are claims (`input:<name>`). */
-  inputs: Record<string, unknown>;
-}
 
 /** An event with its idempotency key, unique per run (`<blockId>:block_start`, `run_complete`, …). */
 export interface KeyedRunEvent {

@@ -9,6 +9,8 @@ import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { appendRunEvents, type StoredRunEvent } from './event-log.js';
 import { insertChargedRun, type ChargedRunRow } from './run-charge.js';
+import { inlineRunPlan } from './run-plan.js';
+import type { AppRunInput } from '../../workflows/app-runs/run-app.js';
 import type { ApiSchemaField } from './graph.js';
 import { validateRunInputs, withTrigger } from './input-validation.js';
 import { resolveDeploymentVersion } from './versions.js';
@@ -103,6 +105,8 @@ export interface RecordedRun {
   runId: string; replayed: boolean; documentId: string;
   /** The run's `run_start` as stored, so a stream can send it at once and follow the log after it (absent on a replay). */
   startEvent?: StoredRunEvent;
+  /** The inputs as stored, with `_trigger` (absent on a replay). */
+  inputs?: Record<string, unknown>;
 }
 
 export interface StartedRun extends RecordedRun {
@@ -126,11 +130,13 @@ export async function startRun(deps: StartRunDeps, request: RunRequest): Promise
   // Not awaited, and begun on the next turn of the event loop: the caller's first streamed byte
   // (run_start) goes out before the client encodes and sends the start. A start that fails ends the
   // run with run_error.
-  const started = new Promise((resolve) => setImmediate(resolve)).then(() => deps.temporal.workflow.start('appRunWorkflow', {
-    taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix),
-    workflowId: workflowIds.appRun(runId),
-    args: [{ runId, trace: request.trace, timeoutSeconds: request.timeoutSeconds }],
-  })).then(() => undefined, async (error: unknown) => {
+  const started = new Promise((resolve) => setImmediate(resolve)).then(async () => {
+    const plan = await inlineRunPlan(db, { deploymentId: request.deployment.id, documentId: recorded.documentId, inputs: recorded.inputs ?? {} });
+    const input: AppRunInput = { runId, trace: request.trace, timeoutSeconds: request.timeoutSeconds, ...(plan ? { plan } : {}) };
+    await deps.temporal.workflow.start('appRunWorkflow', {
+      taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix), workflowId: workflowIds.appRun(runId), args: [input],
+    });
+  }).then(() => undefined, async (error: unknown) => {
     deps.onStartFailure?.(runId, error as Error);
     await db.updateTable('runs').set({ status: 'failed', error: 'could not start the run', finished_at: sql`now()` as never })
       .where('id', '=', runId).where('status', '=', 'running').execute();
@@ -169,7 +175,7 @@ export async function recordRun({ db, settings }: RecordRunDeps, request: RunReq
   const record = async (executor: Database): Promise<RecordedRun> => {
     const charged = await insertChargedRun(executor, row, costMilli);
     if (!charged) throw new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
-    return { runId, replayed: false, documentId: deployment.document_id, startEvent: charged.startEvent };
+    return { runId, replayed: false, documentId: deployment.document_id, startEvent: charged.startEvent, inputs };
   };
   if (!idempotency) return record(db);
   try {

@@ -1,6 +1,7 @@
 import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
-import type { KeyedRunEvent, RunOutcome, RunPlan } from '../../activities/app-runs/run-events.js';
+import type { KeyedRunEvent, RunOutcome } from '../../activities/app-runs/run-events.js';
+import type { RunPlan } from '../../shared/app-runs/run-plan.js';
 import type { ActivityEvaluationInput } from '../../activities/app-runs/block-evaluation.js';
 import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
@@ -62,6 +63,8 @@ export interface AppRunInput {
   /** trace=full: the run_complete event carries `globalCtx`. */
   trace: boolean;
   timeoutSeconds: number | null;
+  /** The graph and inputs, when the starter passed them (`inlineRunPlan`); otherwise `loadRunPlan` reads them. */
+  plan?: RunPlan;
 }
 
 export interface AppRunResult {
@@ -85,7 +88,7 @@ export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> 
   };
 
   const walkScope = new CancellationScope();
-  const walking = walkScope.run(async () => walkGraph(input, await loadRunPlan(runId)));
+  const walking = walkScope.run(async () => walkGraph(input, input.plan ?? await loadRunPlan(runId)));
   let outcome: WalkResult | typeof TIMED_OUT;
   try {
     outcome = await raceTimeout(walking, walkScope, input.timeoutSeconds);

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Graph } from '../../shared/app-runs/graph.js';
+import { inlineRunPlan } from '../../shared/app-runs/run-plan.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
+import type { AppRunInput } from '../../workflows/app-runs/run-app.js';
+import { publishDirect } from '../harness/apps.js';
+import { credentialFactory } from '../harness/credentials.js';
+import { createTestStack, type TestStack } from '../harness/stack.js';
+
+// The API passes a small run's plan (graph and inputs) as the workflow's argument; a large one, or
+// one whose snapshot does not validate, is left to the workflow's own `loadRunPlan`.
+describe('the run plan as the workflow argument', () => {
+  let stack: TestStack;
+  let apiKey: string;
+  let teamId: string;
+
+  const graph: Graph = {
+    blocks: [
+      { id: 'q', type: 'input', name: 'text', config: { valueType: 'string' } },
+      { id: 'x', type: 'transform', name: 'shout', config: { expression: '$uppercase(q) & "!"' } },
+    ],
+    edges: [{ from: 'q', to: 'x' }],
+  };
+
+  beforeAll(async () => {
+    stack = await createTestStack();
+    await stack.startWorker();
+    ({ apiKey, team: { id: teamId } } = await credentialFactory(stack).fundedTenant());
+  }, 60_000);
+  afterAll(() => stack?.close());
+
+  const run = async (deploymentId: string, inputs: object) => stack.app.inject({
+    method: 'POST', url: `/api/released-app/${deploymentId}/run`,
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ inputs, stream: false }),
+  });
+  /** The run's workflow history once the workflow has closed (the API answers earlier): its argument, and all of it as text with payloads decoded. */
+  const historyOf = async (runId: string) => {
+    const handle = stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(runId));
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    const decode = (data: unknown) => (data instanceof Uint8Array ? Buffer.from(data).toString('utf8') : Buffer.from(String(data), 'base64').toString('utf8'));
+    const argument = JSON.parse(decode(events[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data)) as AppRunInput;
+    const text = JSON.stringify(events, (key, v: unknown) => (v instanceof Uint8Array || (key === 'data' && typeof v === 'string') ? decode(v) : v));
+    return { argument, text };
+  };
+
+  it('a small run starts with its plan and reads nothing back: no loadRunPlan in its history', async () => {
+    const { deploymentId } = await publishDirect(stack.db, graph, { teamId });
+    const res = await run(deploymentId, { text: 'hi' });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'completed', sessions: [{ blockId: 'x', output: 'HI!' }] });
+    const { argument, text } = await historyOf(res.json().runId);
+    expect(argument.plan).toMatchObject({ inputs: { text: 'hi', _trigger: { source: 'api' } }, graph: { blocks: [{ id: 'q' }, { id: 'x', config: { expression: '$uppercase(q) & "!"' } }] } });
+    expect(text).not.toContain('loadRunPlan');
+  });
+
+  it('a plan over the claim threshold is loaded by the workflow, which stores the large input as a claim', async () => {
+    const { deploymentId } = await publishDirect(stack.db, graph, { teamId });
+    const long = 'a'.repeat(70_000);
+    const res = await run(deploymentId, { text: long });
+    expect(res.statusCode, res.body.slice(0, 300)).toBe(200);
+    expect(res.json().status).toBe('completed');
+    expect(res.json().sessions[0].output).toBe(`${long.toUpperCase()}!`);
+    const runId = res.json().runId as string;
+    const { argument, text } = await historyOf(runId);
+    expect(argument.plan).toBeUndefined();
+    expect(text).toContain('loadRunPlan');
+    const payloads = await stack.db.selectFrom('run_payloads').select('key').where('run_id', '=', runId).execute();
+    expect(payloads.map((p) => p.key)).toContain('input:text');
+  });
+
+  it('inlineRunPlan: the parsed graph (defaults filled in), null over the threshold or for a snapshot that does not validate', async () => {
+    const { deploymentId, documentId } = await publishDirect(stack.db, graph, { teamId });
+    const plan = await inlineRunPlan(stack.db, { deploymentId, documentId, inputs: { text: 'hi' } });
+    expect(plan).toMatchObject({ documentId, inputs: { text: 'hi' }, graph: { blocks: [{ id: 'q' }, { id: 'x' }] } });
+    expect(plan!.graph.blocks[0]!.config).toMatchObject({ valueType: 'string', required: false });
+    expect(await inlineRunPlan(stack.db, { deploymentId, documentId, inputs: { text: 'a'.repeat(70_000) } })).toBeNull();
+
+    const broken = await publishDirect(stack.db, graph, { teamId });
+    await stack.db.updateTable('deployments').set({ snapshot: JSON.stringify({ blocks: 'nope' }) }).where('id', '=', broken.deploymentId).execute();
+    expect(await inlineRunPlan(stack.db, { ...broken, inputs: {} })).toBeNull();
+    // The run itself fails as it always did: the workflow's own load refuses the snapshot.
+    const res = await run(broken.deploymentId, { text: 'hi' });
+    expect(res.json()).toMatchObject({ status: 'failed' });
+  });
+});
