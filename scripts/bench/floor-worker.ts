@@ -7,7 +7,8 @@ export async function startFloorWorker(address: string): Promise<{ taskQueue: st
   const workflowBundle = await bundleWorkflows(fileURLToPath(new URL('./floor-workflows.ts', import.meta.url)));
   const connection = await NativeConnection.connect({ address });
   const taskQueue = 'bench-floor';
-  const worker = await Worker.create({ connection, taskQueue, workflowBundle });
+  // The app-runs worker's poller split (worker/create-workers.ts), so the ceiling is not held back by the SDK's default.
+  const worker = await Worker.create({ connection, taskQueue, workflowBundle, nonStickyToStickyPollRatio: 1 });
   const running = worker.run();
   return {
     taskQueue,

@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { sql } from 'kysely';
 import { buildApp } from '../../api/app.js';
 import { connectAppDeps } from '../../api/connect-deps.js';
@@ -21,6 +22,11 @@ import { concurrentOpsPerSecond, opsPerSecond, report, type Comparison } from '.
 import { benchRuns } from './runs.js';
 import { startWorkerProcess, waitForWorker } from './worker-process.js';
 import { benchSchedules } from './schedules.js';
+import { bundleWorkflows } from '../../worker/bundle.js';
+import { startWorkers } from '../../worker/start.js';
+
+// The in-process worker's SDK would log every state change into the tables printed below.
+Runtime.install({ logger: new DefaultLogger('WARN') });
 
 const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-'));
 await chmod(workDir, 0o755);
@@ -71,15 +77,24 @@ try {
   await app.close();
   bare.close();
 
-  // 4. The run path (issue: run published apps). The worker is its own process, as deployed (the
-  // API and the worker each get an event loop); the bench process is the API and the clients.
-  const worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
+  // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the
+  // worker runs in the API's process (the bench process is also the clients). Throughput is then
+  // measured again with the worker as its own process (`npm run worker`), as the compose file deploys it.
+  const inProcess = await startWorkers({ config, databaseUrl, temporalAddress: temporal.address, workflowBundle: await bundleWorkflows() });
+  let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
   try {
-    await Promise.race([waitForWorker(deps), worker.exited]);
-    runRows.push(...(await benchRuns(deps, temporal.address)));
+    await waitForWorker(deps);
+    runRows.push(...(await benchRuns(deps, temporal.address, {
+      async splitWorker() {
+        await inProcess.shutdown();
+        worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
+        await Promise.race([waitForWorker(deps), worker.exited]);
+      },
+    })));
     runRows.push(...(await benchSchedules(deps)));
   } finally {
-    await worker.stop();
+    await inProcess.shutdown();
+    await worker?.stop();
   }
   await deps.close();
 } finally {
