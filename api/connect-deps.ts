@@ -1,3 +1,4 @@
+import type { NativeConnection } from '@temporalio/worker';
 import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db/client.js';
 import { createAuthenticator } from '../shared/credentials/authenticate.js';
@@ -16,7 +17,7 @@ export async function connectAppDeps(
   config: Config,
   targets: { databaseUrl: string; temporalAddress: string },
   log: (message: string) => void = () => {},
-): Promise<AppDeps & { close(): Promise<void> }> {
+): Promise<AppDeps & { temporal: { connection: NativeConnection }; close(): Promise<void> }> {
   // First: a bad key file fails the start before any connection is opened.
   const secrets = await loadSecretKeyRing(config);
   const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });

@@ -89,12 +89,13 @@ try {
   const demo = await seedDemoTenant(db, config.DATA_DIR);
   await db.destroy();
 
-  const workers = await startWorkers({ config, databaseUrl, temporalAddress, workflowBundle: await bundleWorkflows(), log: say });
-  cleanups.push({ name: 'workers', run: () => workers.shutdown() });
-  workers.done.catch((error: Error) => { say(`worker failed: ${error.message}`); void stop(1); });
-
+  // The workers share the API's Temporal connection, so the runs the API starts are handed to them
+  // eagerly (worker/start.ts). Stopped in reverse: API, workers, then the connections.
   const deps = await connectAppDeps(config, { databaseUrl, temporalAddress }, say);
   cleanups.push({ name: 'API connections', run: () => deps.close() });
+  const workers = await startWorkers({ config, databaseUrl, temporalAddress, workflowBundle: await bundleWorkflows(), connection: deps.temporal.connection, log: say });
+  cleanups.push({ name: 'workers', run: () => workers.shutdown() });
+  workers.done.catch((error: Error) => { say(`worker failed: ${error.message}`); void stop(1); });
   const app = await buildApp(deps);
   cleanups.push({ name: 'API', run: () => app.close() });
   const port = (process.env.PORT || (await isPortFree(config.PORT))) ? config.PORT : await findFreePort();

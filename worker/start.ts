@@ -22,6 +22,12 @@ export async function startWorkers(options: {
   databaseUrl: string;
   temporalAddress: string;
   workflowBundle: WorkflowBundleOption;
+  /**
+   * The API's connection, when the API runs in the same process (`npm start`): the runs it starts
+   * with `requestEagerStart` are then handed to these workers in the start call's answer, without
+   * a pass through the task queue. Left open at shutdown: its owner closes it.
+   */
+  connection?: NativeConnection;
   log?: (message: string) => void;
 }): Promise<RunningWorkers> {
   const log = options.log ?? (() => {});
@@ -32,7 +38,7 @@ export async function startWorkers(options: {
   const settings = new SiteSettingsCache(db, { onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`) });
   settings.follow(listener);
   await listener.start();
-  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const connection = options.connection ?? await NativeConnection.connect({ address: options.temporalAddress });
   const workers = await createWorkers({
     connection, namespace: options.config.TEMPORAL_NAMESPACE, deps: { db, settings, config: options.config, secrets }, workflowBundle: options.workflowBundle,
     taskQueueSuffix: options.config.TEMPORAL_TASK_QUEUE_SUFFIX,
@@ -45,7 +51,7 @@ export async function startWorkers(options: {
   const done = workers.run().finally(async () => {
     await reconciler.stop();
     await sweeper.stop();
-    await connection.close();
+    if (!options.connection) await connection.close();
     await listener.close();
     await db.destroy();
   });

@@ -133,8 +133,11 @@ export async function startRun(deps: StartRunDeps, request: RunRequest): Promise
   const started = new Promise((resolve) => setImmediate(resolve)).then(async () => {
     const plan = await inlineRunPlan(db, { deploymentId: request.deployment.id, documentId: recorded.documentId, inputs: recorded.inputs ?? {} });
     const input: AppRunInput = { runId, trace: request.trace, timeoutSeconds: request.timeoutSeconds, ...(plan ? { plan } : {}) };
+    // Eager start: where an app-runs worker shares this client's connection (`npm start`), the
+    // server hands it the first workflow task in its answer; elsewhere the task goes through the queue.
     await deps.temporal.workflow.start('appRunWorkflow', {
       taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix), workflowId: workflowIds.appRun(runId), args: [input],
+      requestEagerStart: true,
     });
   }).then(() => undefined, async (error: unknown) => {
     deps.onStartFailure?.(runId, error as Error);

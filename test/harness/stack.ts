@@ -32,8 +32,11 @@ export interface TestStack {
   db: Database;
   deps: AppDeps;
   app: Awaited<ReturnType<typeof buildApp>>;
-  /** Starts this file's worker on its own task queues (suffix = the file's id). */
-  startWorker(): Promise<WorkerSet>;
+  /**
+   * Starts this file's worker on its own task queues (suffix = the file's id), on a connection of
+   * its own, or on the API client's (as `npm start` does: runs then start eagerly).
+   */
+  startWorker(options?: { shareClientConnection?: boolean }): Promise<WorkerSet>;
   close(): Promise<void>;
 }
 
@@ -81,24 +84,24 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
   };
   const app = await buildApp(deps, { logger: false });
 
-  const workerSets: Array<{ set: WorkerSet; connection: NativeConnection }> = [];
+  const workerSets: Array<{ set: WorkerSet; connection: NativeConnection | null }> = [];
   return {
     config, env, databaseUrl, db, deps, app,
-    async startWorker() {
-      const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    async startWorker({ shareClientConnection = false } = {}) {
+      const connection = shareClientConnection ? temporal.connection : await NativeConnection.connect({ address: inject('temporalAddress') });
       const set = await createWorkers({
         connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, settings, config, secrets },
         workflowBundle: { codePath: inject('workflowBundlePath') }, taskQueueSuffix: id,
       });
       void set.run();
-      workerSets.push({ set, connection });
+      workerSets.push({ set, connection: shareClientConnection ? null : connection });
       return set;
     },
     async close() {
       await app.close();
       for (const { set, connection } of workerSets) {
         await set.shutdown();
-        await connection.close();
+        await connection?.close();
       }
       await temporal.close();
       await rateLimiter.close();
