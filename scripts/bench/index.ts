@@ -79,8 +79,8 @@ try {
 
   // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the
   // worker runs in the API's process on the API's connection (runs start eagerly; the bench process
-  // is also the clients). Throughput is then
-  // measured again with the worker as its own process (`npm run worker`), as the compose file deploys it.
+  // is also the clients). Throughput is then measured again, and the schedules, with the worker as
+  // its own process (`npm run worker`), as the compose file deploys it.
   const inProcess = await startWorkers({ config, databaseUrl, temporalAddress: temporal.address, workflowBundle: await bundleWorkflows(), connection: deps.temporal.connection });
   let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
   try {
