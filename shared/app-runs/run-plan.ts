@@ -1,6 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { Database } from '../db/client.js';
-import { executePrepared } from '../db/client.js';
+import { executePrepared, type Database } from '../db/client.js';
 import { exceedsClaimThreshold, jsonBytes } from './claims.js';
 import type { Graph } from './graph.js';
 import { parseRunnableGraph } from './graph-schema.js';

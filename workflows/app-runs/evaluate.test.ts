@@ -80,7 +80,7 @@ describe('JSONata', () => {
     const wide = contextWith({ w: Array.from({ length: 30 }, (_, i) => i) });
     await expect(evaluateJsonata('$w.$w.$w.$w', wide)).rejects.toBeInstanceOf(WorkflowBudgetExceeded);
     await expect(evaluateJsonata('$count($w.$w)', wide)).resolves.toBe(900);
-        // Within the budget nothing changes; a runaway expression fails the block once its time is up.
+    // Within the budget nothing changes; a runaway expression fails the block once its time is up.
     await expect(evaluateJsonata('$sum([1..100])', context)).resolves.toBe(5050);
     await expect(evaluateJsonata('$sum([1..100000].($sum([1..100000])))', { ...context, jsonataGuard: { timeoutMs: 50 } }))
       .rejects.toThrow(/JSONata: .*D1012/);
