@@ -5,10 +5,11 @@ export const workflowsEntry = fileURLToPath(new URL('../workflows/index.ts', imp
 
 /**
  * Evaluated once per reusable V8 context instead of once per workflow run (the SDK re-evaluates
- * workflow modules for every run). Only modules without per-workflow state belong here: JSONata
- * keeps none between evaluations.
+ * workflow modules for every run), before the SDK freezes the sandbox's globals. Only modules
+ * without per-workflow state belong here: JSONata keeps none between evaluations; the stack-trace
+ * limit is set once for the sandbox.
  */
-const preloadModules = ['jsonata'];
+const preloadModules = ['jsonata', fileURLToPath(new URL('../workflows/stack-trace-limit.ts', import.meta.url))];
 
 /** Bundles workflow code once (webpack); production ships the result prebuilt (`npm run build`). The bench bundles its own floor workflows. */
 export function bundleWorkflows(workflowsPath = workflowsEntry): Promise<WorkflowBundleWithSourceMap> {

@@ -110,15 +110,20 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
     await Promise.all(Array.from({ length: 50 }, async () => { while (next++ < total) await fn(); }));
     return total / ((performance.now() - started) / 1000);
   };
+  // The median of three rounds: one round on this shared machine can land on a neighbour's burst.
+  const medianOfThree = async (total: number, fn: () => Promise<unknown>) => {
+    const rounds = [await concurrently(total, fn), await concurrently(total, fn), await concurrently(total, fn)];
+    return rounds.sort((a, b) => a - b)[1]!;
+  };
   const floor = await startFloorWorker(temporalAddress);
   const noop = () => deps.temporal.client.workflow.execute('noopWorkflow', { taskQueue: floor.taskQueue, workflowId: `bench-noop-${randomUUID()}`, args: ['x'] });
   await concurrently(50, noop);
-  const noopThroughput = await concurrently(300, noop);
+  const noopThroughput = await medianOfThree(300, noop);
   await floor.stop();
-  const throughput = await concurrently(300, runJson(demoId));
+  const throughput = await medianOfThree(300, runJson(demoId));
   await topology.splitWorker();
   await concurrently(50, runJson(demoId));
-  const splitThroughput = await concurrently(300, runJson(demoId));
+  const splitThroughput = await medianOfThree(300, runJson(demoId));
 
   await callers.close();
   await app.close();
@@ -129,7 +134,7 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
     `| demo app JSON p50 / p99 | ${ms(p50(demoTimes))} / ${ms(percentile(demoTimes, 0.99))} | floor: trivial workflow (one DB activity) p50 ${ms(p50(trivialWorkflow))} | ${(p50(demoTimes) / p50(trivialWorkflow)).toFixed(2)}× (goal ≤ 1.5×) |`,
     `| demo app NDJSON first byte p50 | ${ms(p50(ttfb))} | floor: bare Fastify POST route, same body, sampled alike, p50 ${ms(p50(bareTimes))} (back-to-back ${ms(p50(bareBackToBack))}) | ${(p50(ttfb) / p50(bareTimes)).toFixed(2)}× (goal ≤ 3×) |`,
     `| per pure block | ${ms((p50(twentyOne) - p50(one)) / 20)} | (t(21-block chain) ${ms(p50(twentyOne))} − t(1-block) ${ms(p50(one))}) / 20 | goal ≤ 2 ms |`,
-    `| demo runs/s, 50 concurrent | ${throughput.toFixed(0)} runs/s | ceiling: no-op workflow, 50 concurrent, ${noopThroughput.toFixed(0)} workflows/s | ${(throughput / noopThroughput).toFixed(2)}× of the ceiling (goal ≥ 100 runs/s) |`,
+    `| demo runs/s, 50 concurrent, median of 3 rounds of 300 | ${throughput.toFixed(0)} runs/s | ceiling: no-op workflow, 50 concurrent, ${noopThroughput.toFixed(0)} workflows/s | ${(throughput / noopThroughput).toFixed(2)}× of the ceiling (goal ≥ 100 runs/s) |`,
     `| demo runs/s, 50 concurrent, worker in a process of its own | ${splitThroughput.toFixed(0)} runs/s | (same ceiling) | ${(splitThroughput / noopThroughput).toFixed(2)}× of the ceiling |`,
   ];
 }

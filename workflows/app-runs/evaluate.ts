@@ -19,7 +19,8 @@ export interface EvaluationContext {
 
 /**
  * Workflow code has no clock, and under the SDK's promise hook (a stack trace per promise) a JSONata
- * step costs about 60 µs against about 1 µs outside. There an expression gets a budget: evaluation
+ * step cost about 60 µs against about 1 µs outside (10-frame traces; the sandbox now keeps 3,
+ * workflows/stack-trace-limit.ts). There an expression gets a budget: evaluation
  * steps, and items it produces or reads (array elements, string characters); one that needs more is
  * evaluated again by a local activity, bounded by JSONata's own timeout. Either way no expression
  * runs near the 5 s deadlock timeout of a workflow task, past which the SDK stops the sandbox
