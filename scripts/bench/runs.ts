@@ -14,6 +14,7 @@ import { createProject, createTeam, createUser } from '../../shared/identity/ser
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { startFloorWorker } from './floor-worker.js';
+import { concurrentOpsPerSecond } from './measure.js';
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 async function timings(n: number, fn: () => Promise<unknown>): Promise<number[]> {
@@ -104,26 +105,15 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
 
   // Throughput, 50 callers at once, against its ceiling on this Temporal server: a workflow that
   // does nothing (start, one workflow task, complete), started and awaited by 50 callers of a client.
-  const concurrently = async (total: number, fn: () => Promise<unknown>) => {
-    let next = 0;
-    const started = performance.now();
-    await Promise.all(Array.from({ length: 50 }, async () => { while (next++ < total) await fn(); }));
-    return total / ((performance.now() - started) / 1000);
-  };
-  // The median of three rounds: one round on this shared machine can land on a neighbour's burst.
-  const medianOfThree = async (total: number, fn: () => Promise<unknown>) => {
-    const rounds = [await concurrently(total, fn), await concurrently(total, fn), await concurrently(total, fn)];
-    return rounds.sort((a, b) => a - b)[1]!;
-  };
+  // Each the median of three rounds after a warm-up round (measure.ts): one round on this shared
+  // machine can land on a neighbour's burst.
   const floor = await startFloorWorker(temporalAddress);
   const noop = () => deps.temporal.client.workflow.execute('noopWorkflow', { taskQueue: floor.taskQueue, workflowId: `bench-noop-${randomUUID()}`, args: ['x'] });
-  await concurrently(50, noop);
-  const noopThroughput = await medianOfThree(300, noop);
+  const noopThroughput = await concurrentOpsPerSecond(noop, 300, 50);
   await floor.stop();
-  const throughput = await medianOfThree(300, runJson(demoId));
+  const throughput = await concurrentOpsPerSecond(runJson(demoId), 300, 50);
   await topology.splitWorker();
-  await concurrently(50, runJson(demoId));
-  const splitThroughput = await medianOfThree(300, runJson(demoId));
+  const splitThroughput = await concurrentOpsPerSecond(runJson(demoId), 300, 50);
 
   await callers.close();
   await app.close();
