@@ -7,6 +7,8 @@ export interface DevServerHandle {
   address: string;
   /** Web UI address, when the UI was asked for. */
   uiUrl: string | null;
+  /** The server's process id (the bench reads its CPU time), when we spawned it. */
+  pid: number | null;
   stop(): Promise<void>;
 }
 
@@ -39,7 +41,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
           dbFilename: options.dbFile, log: { format: 'json', level: 'warn' },
         },
       });
-      return { address: env.address, uiUrl, stop: () => env.teardown() };
+      return { address: env.address, uiUrl, pid: null, stop: () => env.teardown() };
     } catch (error) {
       throw new Error(`${noTemporalMessage}\n(The SDK download failed: ${(error as Error).message})`, { cause: error });
     }
@@ -74,7 +76,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     throw error;
   }
   log(`Temporal dev server (${source.origin}: ${source.path}) on ${address}`);
-  return { address, uiUrl, stop: () => stopChild(child, exited) };
+  return { address, uiUrl, pid: child.pid ?? null, stop: () => stopChild(child, exited) };
 }
 
 async function waitUntilServing(address: string, namespace: string, timeoutMs = 60_000): Promise<void> {

@@ -86,10 +86,13 @@ try {
   try {
     await waitForWorker(deps);
     runRows.push(...(await benchRuns(deps, temporal.address, {
+      temporalPid: temporal.pid,
+      postgresPid: postgres.pid,
       async splitWorker() {
         await inProcess.shutdown();
         worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
         await Promise.race([waitForWorker(deps), worker.exited]);
+        return worker.pid;
       },
     })));
     runRows.push(...(await benchSchedules(deps)));

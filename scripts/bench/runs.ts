@@ -14,6 +14,7 @@ import { createProject, createTeam, createUser } from '../../shared/identity/ser
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { startFloorWorker } from './floor-worker.js';
+import { cpuPerOperation, type CpuSource } from './cpu.js';
 import { concurrentOpsPerSecond } from './measure.js';
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
@@ -48,12 +49,24 @@ const demo = {
   edges: [{ from: 'q', to: 'x' }, { from: 'x', to: 'o' }],
 };
 
+/** Where the bench runs: the servers' process ids (for their CPU time) and how to split the worker off. */
+export interface RunTopology {
+  temporalPid: number | null;
+  postgresPid: number | null;
+  /** Moves the worker to a process of its own; returns its pid. */
+  splitWorker(): Promise<number | null>;
+}
+
+/** Throughput rounds: a warm-up and three timed rounds of this many runs, 50 in flight (measure.ts). */
+const ROUND = 300;
+const ROUNDS = 3;
+
 /**
  * Run-path benchmarks of the app-runs issue, each with its floor measured in the same run. They run
  * against the worker the caller started; `splitWorker` then moves it to a process of its own, for
  * the throughput of a split deployment.
  */
-export async function benchRuns(deps: AppDeps, temporalAddress: string, topology: { splitWorker(): Promise<void> }): Promise<string[]> {
+export async function benchRuns(deps: AppDeps, temporalAddress: string, topology: RunTopology): Promise<string[]> {
   const { db } = deps;
   const user = await createUser(db, { email: `bench-${randomUUID()}@example.com` });
   const team = await createTeam(db, { ownerId: user.id, name: 'Bench' });
@@ -106,14 +119,17 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
   // Throughput, 50 callers at once, against its ceiling on this Temporal server: a workflow that
   // does nothing (start, one workflow task, complete), started and awaited by 50 callers of a client.
   // Each the median of three rounds after a warm-up round (measure.ts): one round on this shared
-  // machine can land on a neighbour's burst.
+  // machine can land on a neighbour's burst. Each with the CPU time per run of every process.
+  const servers: CpuSource[] = [{ name: 'Temporal', pid: topology.temporalPid }, { name: 'PostgreSQL', pid: topology.postgresPid }];
+  const throughputOf = (fn: () => Promise<unknown>, sources: CpuSource[]) =>
+    cpuPerOperation(sources, ROUND * (ROUNDS + 1), () => concurrentOpsPerSecond(fn, ROUND, 50, ROUNDS));
   const floor = await startFloorWorker(temporalAddress);
   const noop = () => deps.temporal.client.workflow.execute('noopWorkflow', { taskQueue: floor.taskQueue, workflowId: `bench-noop-${randomUUID()}`, args: ['x'] });
-  const noopThroughput = await concurrentOpsPerSecond(noop, 300, 50);
+  const noopThroughput = await throughputOf(noop, [{ name: 'bench process (client and worker)', pid: 'self' }, servers[0]!]);
   await floor.stop();
-  const throughput = await concurrentOpsPerSecond(runJson(demoId), 300, 50);
-  await topology.splitWorker();
-  const splitThroughput = await concurrentOpsPerSecond(runJson(demoId), 300, 50);
+  const throughput = await throughputOf(runJson(demoId), [{ name: 'bench process (callers, API and worker)', pid: 'self' }, ...servers]);
+  const workerPid = await topology.splitWorker();
+  const splitThroughput = await throughputOf(runJson(demoId), [{ name: 'bench process (callers and API)', pid: 'self' }, { name: 'worker', pid: workerPid }, ...servers]);
 
   await callers.close();
   await app.close();
@@ -124,7 +140,9 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
     `| demo app JSON p50 / p99 | ${ms(p50(demoTimes))} / ${ms(percentile(demoTimes, 0.99))} | floor: trivial workflow (one DB activity) p50 ${ms(p50(trivialWorkflow))} | ${(p50(demoTimes) / p50(trivialWorkflow)).toFixed(2)}× (goal ≤ 1.5×) |`,
     `| demo app NDJSON first byte p50 | ${ms(p50(ttfb))} | floor: bare Fastify POST route, same body, sampled alike, p50 ${ms(p50(bareTimes))} (back-to-back ${ms(p50(bareBackToBack))}) | ${(p50(ttfb) / p50(bareTimes)).toFixed(2)}× (goal ≤ 3×) |`,
     `| per pure block | ${ms((p50(twentyOne) - p50(one)) / 20)} | (t(21-block chain) ${ms(p50(twentyOne))} − t(1-block) ${ms(p50(one))}) / 20 | goal ≤ 2 ms |`,
-    `| demo runs/s, 50 concurrent, median of 3 rounds of 300 | ${throughput.toFixed(0)} runs/s | ceiling: no-op workflow, 50 concurrent, ${noopThroughput.toFixed(0)} workflows/s | ${(throughput / noopThroughput).toFixed(2)}× of the ceiling (goal ≥ 100 runs/s) |`,
-    `| demo runs/s, 50 concurrent, worker in a process of its own | ${splitThroughput.toFixed(0)} runs/s | (same ceiling) | ${(splitThroughput / noopThroughput).toFixed(2)}× of the ceiling |`,
+    `| demo runs/s, 50 concurrent, median of 3 rounds of 300 | ${throughput.result.toFixed(0)} runs/s | ceiling: no-op workflow, 50 concurrent, ${noopThroughput.result.toFixed(0)} workflows/s | ${(throughput.result / noopThroughput.result).toFixed(2)}× of the ceiling (goal ≥ 100 runs/s) |`,
+    `| demo runs/s, 50 concurrent, worker in a process of its own | ${splitThroughput.result.toFixed(0)} runs/s | (same ceiling) | ${(splitThroughput.result / noopThroughput.result).toFixed(2)}× of the ceiling |`,
+    `| CPU per demo run, in-process worker | ${throughput.perOperation} | CPU per no-op workflow: ${noopThroughput.perOperation} | |`,
+    `| CPU per demo run, worker split off | ${splitThroughput.perOperation} | | |`,
   ];
 }

@@ -8,7 +8,7 @@ import { workflowIds } from '../../temporal/workflow-ids.js';
  * `npm run worker` as a child process (the production entry), stopped with SIGTERM like a deployment would.
  * BENCH_WORKER_NODE_FLAGS adds Node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
  */
-export async function startWorkerProcess(env: Record<string, string>): Promise<{ exited: Promise<never>; stop(): Promise<void> }> {
+export async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: number | null; exited: Promise<never>; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [...(process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'worker/main.ts'], {
     env: { ...process.env, ...env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -16,6 +16,7 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<{
   const exitedEarly = exited.then((): never => { throw new Error('the worker process exited'); });
   exitedEarly.catch(() => undefined); // a stop() exit is expected: only a race on it reports it
   return {
+    pid: child.pid ?? null,
     /** Rejects if the worker exits: raced with the wait for it, the bench fails at once instead of timing out. */
     exited: exitedEarly,
     async stop() {

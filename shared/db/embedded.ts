@@ -9,6 +9,8 @@ export interface EmbeddedPostgresHandle {
   url: string;
   /** Connection URL for another database on the same server. */
   urlFor(database: string): string;
+  /** The postmaster's process id (the bench reads the CPU time of it and its backends). */
+  pid: number | null;
   stop(): Promise<void>;
 }
 
@@ -93,5 +95,5 @@ export async function startEmbeddedPostgres(options: {
 
   const urlFor = (database: string) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
-  return { url: urlFor('postgres'), urlFor, stop: async () => { if (running) await server.stop(); } };
+  return { url: urlFor('postgres'), urlFor, pid: child?.pid ?? null, stop: async () => { if (running) await server.stop(); } };
 }

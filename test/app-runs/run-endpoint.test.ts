@@ -214,6 +214,27 @@ describe('POST /api/released-app/:deploymentId/run and /d/:documentId/run', () =
       expect(res.json().details).toEqual([{ field: 'inputs.name', message: 'is required' }, { field: 'inputs.n', message: 'expected a number' }]);
     });
 
+    it('a bad credential is 401 whether the deployment exists or not: nothing to probe', async () => {
+      const { deploymentId, documentId } = await publish(triggerGraph);
+      // A revoked key (looked up and not found) and one with a broken checksum (refused before any query).
+      const revoked = await make.apiKey(teamId, ownerId);
+      await stack.db.updateTable('api_keys').set({ deleted_at: new Date() }).where('id', '=', revoked.id).execute();
+      const garbled = apiKey.replace(/.$/, (last) => (last === 'A' ? 'B' : 'A'));
+      const before = await runCount();
+      for (const token of [revoked.token, garbled]) {
+        for (const url of [`/api/released-app/${deploymentId}/run`, `/api/released-app/${randomUUID()}/run`, `/api/released-app/d/${documentId}/run`]) {
+          const res = await run(url, token, { stream: false });
+          expect([url, res.statusCode]).toEqual([url, 401]);
+        }
+      }
+      // The credential comes first even before the path's id is validated: 400 for a valid key, 401 for a bad one.
+      expect([(await run('/api/released-app/not-a-uuid/run', apiKey, {})).statusCode, (await run('/api/released-app/not-a-uuid/run', revoked.token, {})).statusCode]).toEqual([400, 401]);
+      expect(await runCount()).toBe(before);
+      // A valid key runs the deployment by either route.
+      expect((await run(`/api/released-app/${deploymentId}/run`, apiKey, { stream: false })).json()).toMatchObject({ status: 'completed', documentId });
+      expect((await run(`/api/released-app/d/${documentId}/run`, apiKey, { stream: false })).json()).toMatchObject({ status: 'completed', documentId });
+    });
+
     it('an unknown deployment is 404 Deployment not found', async () => {
       const res = await run(`/api/released-app/${randomUUID()}/run`, apiKey, {});
       expect([res.statusCode, res.json().error]).toEqual([404, 'Deployment not found']);
