@@ -5,6 +5,8 @@ import { createAuthenticator } from '../shared/credentials/authenticate.js';
 import { createIdentityProvider } from '../shared/credentials/identity-provider.js';
 import { createScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import { RunEventHub } from '../shared/app-runs/event-log.js';
+import { DeploymentCache } from '../shared/app-runs/deployment-cache.js';
+import type { DeploymentRow } from '../shared/app-runs/run-service.js';
 import { PgListener } from '../shared/db/listener.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createRateLimiter } from '../shared/rate-limit/rate-limiter.js';
@@ -26,6 +28,8 @@ export async function connectAppDeps(
   settings.follow(listener);
   const runEvents = new RunEventHub();
   runEvents.follow(listener);
+  const deployments = new DeploymentCache<DeploymentRow>();
+  deployments.follow(listener);
   await listener.start();
   const temporal = await connectTemporalClient(targets.temporalAddress, config.TEMPORAL_NAMESPACE);
   const idp = await createIdentityProvider(config);
@@ -33,7 +37,7 @@ export async function connectAppDeps(
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
   const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL, onError: (e) => log(`rate-limit store (Redis): ${e.message}`) });
   return {
-    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter, secrets,
+    config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets,
     temporal: { client: temporal.client, connection: temporal.connection },
     async close() {
       await temporal.close();

@@ -6,6 +6,8 @@ import type { Authenticator } from '../shared/credentials/authenticate.js';
 import type { IdentityProvider } from '../shared/credentials/identity-provider.js';
 import type { ScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import type { RunEventHub } from '../shared/app-runs/event-log.js';
+import type { DeploymentCache } from '../shared/app-runs/deployment-cache.js';
+import type { DeploymentRow } from '../shared/app-runs/run-service.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import type { RateLimiter } from '../shared/rate-limit/rate-limiter.js';
 import type { SecretKeyRing } from '../shared/secrets/key-ring.js';
@@ -17,6 +19,8 @@ export interface AppDeps {
   temporal: { client: Client; connection: TemporalHealthConnection };
   settings: SiteSettingsCache;
   runEvents: RunEventHub;
+  /** The live deployments of documents, as the run endpoints look them up (evicted by NOTIFY). */
+  deployments: DeploymentCache<DeploymentRow>;
   idp: IdentityProvider;
   scheduleTokens: ScheduleTokens;
   authenticator: Authenticator;

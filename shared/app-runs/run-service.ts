@@ -16,6 +16,7 @@ import { validateRunInputs, withTrigger } from './input-validation.js';
 import { resolveDeploymentVersion } from './versions.js';
 import { runBaseCostMilli } from '../billing/pricing.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
+import type { DeploymentCache } from './deployment-cache.js';
 
 export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';
 
@@ -42,15 +43,25 @@ export async function findLiveRunDeployment(db: Database, deploymentId: string):
     .where('id', '=', deploymentId).where('deleted_at', 'is', null).executeTakeFirst() as Promise<DeploymentRow | undefined>;
 }
 
-/** The deployment a run request names: by id (or by document id), then by `version` among the document's deployments. */
-export async function findRunDeployment(db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined): Promise<DeploymentRow> {
-  // One query: the document's live deployments, found by document id or through the named deployment.
-  // Prepared (every run request asks): one statement name per shape of the query.
-  const query = db.selectFrom('deployments').select(deploymentColumns)
-    .where('document_id', '=', by.documentId ?? ((eb) => eb.selectFrom('deployments as named').select('named.document_id')
-      .where('named.id', '=', by.deploymentId!).where('named.deleted_at', 'is', null)))
-    .where('deleted_at', 'is', null);
-  const candidates = await executePrepared(db, by.documentId ? 'run_deployments_by_document' : 'run_deployments_by_deployment', query.compile()) as DeploymentRow[];
+/**
+ * The deployment a run request names: by id (or by document id), then by `version` among the
+ * document's deployments. The run endpoints pass their process's cache (deployment-cache.ts).
+ */
+export async function findRunDeployment(
+  db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined, cache?: DeploymentCache<DeploymentRow>,
+): Promise<DeploymentRow> {
+  const load = () => {
+    // One query: the document's live deployments, found by document id or through the named deployment.
+    // Prepared (every run request asks): one statement name per shape of the query.
+    const query = db.selectFrom('deployments').select(deploymentColumns)
+      .where('document_id', '=', by.documentId ?? ((eb) => eb.selectFrom('deployments as named').select('named.document_id')
+        .where('named.id', '=', by.deploymentId!).where('named.deleted_at', 'is', null)))
+      .where('deleted_at', 'is', null);
+    return executePrepared(db, by.documentId ? 'run_deployments_by_document' : 'run_deployments_by_deployment', query.compile()) as Promise<DeploymentRow[]>;
+  };
+  const candidates = cache ? await cache.candidates(by, load) : await load();
+  // A named deployment must itself be live, even when a `version` then picks another of its document.
+  if (by.deploymentId && !candidates.some((d) => d.id === by.deploymentId)) throw new AppError(404, 'Deployment not found');
   // The deployment-id route runs that deployment unless a `version` asks for another one of its document.
   const chosen = by.deploymentId && version === undefined
     ? candidates.find((d) => d.id === by.deploymentId)

@@ -26,6 +26,11 @@ export class PgListener {
     return () => { set.delete(handler); };
   }
 
+  /** True while LISTEN is in place: a cache may trust that it hears every change. */
+  get connected(): boolean {
+    return this.client !== null;
+  }
+
   onReconnect(handler: () => void): () => void {
     this.reconnectHandlers.add(handler);
     return () => { this.reconnectHandlers.delete(handler); };

@@ -13,6 +13,8 @@ import { createAuthenticator } from '../../shared/credentials/authenticate.js';
 import { createIdentityProvider } from '../../shared/credentials/identity-provider.js';
 import { createScheduleTokens } from '../../shared/credentials/schedule-tokens.js';
 import { RunEventHub } from '../../shared/app-runs/event-log.js';
+import { DeploymentCache } from '../../shared/app-runs/deployment-cache.js';
+import type { DeploymentRow } from '../../shared/app-runs/run-service.js';
 import { PgListener } from '../../shared/db/listener.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createRateLimiter } from '../../shared/rate-limit/rate-limiter.js';
@@ -72,6 +74,8 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
   settings.follow(listener);
   const runEvents = new RunEventHub();
   runEvents.follow(listener);
+  const deployments = new DeploymentCache<DeploymentRow>();
+  deployments.follow(listener);
   await listener.start();
   const temporal = await connectTemporalClient(inject('temporalAddress'), config.TEMPORAL_NAMESPACE);
   const idp = await createIdentityProvider(config);
@@ -80,7 +84,7 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
   const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL });
   const secrets = await loadSecretKeyRing(config);
   const deps: AppDeps = {
-    config, db, settings, runEvents, idp, scheduleTokens, authenticator, rateLimiter, secrets, temporal: { client: temporal.client, connection: temporal.connection },
+    config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets, temporal: { client: temporal.client, connection: temporal.connection },
   };
   const app = await buildApp(deps, { logger: false });
 

@@ -10,6 +10,7 @@ import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { deleteTemporalSchedules, describeTemporalSchedule } from './helpers.js';
+import { until } from '../harness/until.js';
 
 const triggerGraph: Graph = {
   blocks: [
@@ -22,16 +23,6 @@ const failingGraph: Graph = {
   blocks: [{ id: 'boom', type: 'transform', name: 'boom', config: { expression: "$error('boom')" } }],
   edges: [],
 };
-
-async function until<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('scheduled runs on the real Temporal server', () => {
   let stack: TestStack;

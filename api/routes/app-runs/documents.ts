@@ -36,7 +36,7 @@ export function editorCallerOf(request: FastifyRequest): EditorCaller {
 }
 
 /** The editor API (CONTRACTS.md "Editor API"): documents are drafts; publishing makes an immutable deployment. */
-export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }) => {
+export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, deployments }) => {
   app.post('/projects/:projectId/documents', {
     config: { access: 'combined' },
     schema: {
@@ -85,6 +85,8 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }
     },
   }, async (request, reply) => {
     const deployment = await publishDocument(db, editorCallerOf(request), request.params.documentId, request.body ?? {});
+    // Other processes hear of it by NOTIFY; this one must not answer a run from before it.
+    deployments.evict(request.params.documentId);
     reply.code(201);
     return { deployment };
   });

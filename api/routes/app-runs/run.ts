@@ -50,7 +50,7 @@ function idempotencyOf(request: FastifyRequest, by: object, body: RunBody): { ke
 export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   async function run(request: FastifyRequest, reply: FastifyReply, by: { deploymentId?: string; documentId?: string }, body: RunBody, trace: boolean) {
     const caller = principalOf(request, 'api-key', 'schedule', 'oauth') as CredentialRunCaller;
-    const deployment = await findRunDeployment(deps.db, by, body.version);
+    const deployment = await findRunDeployment(deps.db, by, body.version, deps.deployments);
     await assertMayRun(deps.db, deployment, caller);
     const maxTimeout = await deps.settings.get('run.max_timeout_seconds');
     const timeoutSeconds = Math.min(Math.ceil(body.timeout ?? maxTimeout), maxTimeout);

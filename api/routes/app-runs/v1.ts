@@ -48,7 +48,7 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     },
   }, async (request) => {
     const caller = principalOf(request, 'api-key');
-    const deployment = await findRunDeployment(db, { documentId: request.params.id }, undefined);
+    const deployment = await findRunDeployment(db, { documentId: request.params.id }, undefined, deps.deployments);
     await assertMayRun(db, deployment, caller);
     // The one text goes to the app's only input when it has exactly one; otherwise to an input named `input`.
     const fields = (deployment.api_schema as { inputs: ApiSchemaField[] }).inputs;

@@ -9,6 +9,7 @@ import * as releases from './2026_11_21_0007_releases.js';
 import * as crossTeam from './2026_11_21_0008_cross_team.js';
 import * as providerSettings from './2026_11_21_0009_provider_settings.js';
 import * as runPayloads from './2026_11_21_0010_run_payloads.js';
+import * as deploymentNotify from './2026_11_21_0011_deployment_notify.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_0008_cross_team': crossTeam,
   '2026_11_21_0009_provider_settings': providerSettings,
   '2026_11_21_0010_run_payloads': runPayloads,
+  '2026_11_21_0011_deployment_notify': deploymentNotify,
 };
