@@ -111,7 +111,7 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
   // back-to-back.
   const [bareTimes, ttfb] = await sampleFirstBytes({
     targets: [{ url: bareUrl, headers: {} }, { url: `${base}/api/released-app/${demoId}/run`, headers: { authorization: `Bearer ${token}` } }],
-    body: runBody, samples: 40, pauseMs: 100,
+    body: runBody, samples: 100, pauseMs: 100,
   }) as [number[], number[]];
   const one = await timings(40, runJson(chain1));
   const twentyOne = await timings(40, runJson(chain21));
