@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { findFreePort, isPortFree, waitForPort } from '../shared/ports.js';
 import { noTemporalMessage, resolveTemporalCli } from './cli-binary.js';
@@ -57,7 +58,8 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   ];
   // Own process group: a Ctrl-C in the terminal reaches us, and we stop the server after the
   // workers have drained, instead of the server vanishing under them.
-  const child = spawn(source.path, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const [command, commandArgs] = withParentDeathSignal(source.path, args);
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   const remember = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-4000); };
   child.stdout?.on('data', remember);
@@ -97,6 +99,17 @@ async function waitUntilServing(address: string, namespace: string, timeoutMs = 
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * On Linux the server is started through util-linux's `setpriv --pdeathsig TERM`, which execs it
+ * with prctl(PR_SET_PDEATHSIG): when this process dies, even by SIGKILL where no handler runs, the
+ * kernel sends the server SIGTERM. Its own process group keeps it from a terminal's Ctrl-C, so
+ * without this a crashed `npm start`, test run or bench left a server behind, using CPU and memory.
+ */
+function withParentDeathSignal(command: string, args: string[]): [string, string[]] {
+  const setpriv = '/usr/bin/setpriv';
+  return process.platform === 'linux' && existsSync(setpriv) ? [setpriv, ['--pdeathsig', 'TERM', '--', command, ...args]] : [command, args];
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
