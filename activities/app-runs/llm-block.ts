@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { appendRunEvents } from '../../shared/app-runs/event-log.js';
@@ -127,7 +128,10 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
       const provider = await providerFor(input);
       const context = activityContext();
       const heartbeat = () => { context?.heartbeat(); };
-      const writer = new ChunkWriter(db, input.runId, input.blockId, { intervalMs: flushIntervalMs, maxBytes: flushBytes });
+      // A retry finds the earlier attempts' chunks in the log: it streams on after them, or not at all.
+      const earlier = await streamedChunks(db, input.runId, input.blockId);
+      const writer = new ChunkWriter(db, input.runId, input.blockId, { intervalMs: flushIntervalMs, maxBytes: flushBytes }, earlier.nextSeq);
+      const stream = new ResumedStream(earlier.text, (delta) => writer.push(delta));
       heartbeat();
       let result: LlmBlockOutput;
       try {
@@ -144,7 +148,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
           idleTimeoutMs,
           signal: context?.cancellationSignal,
         }, (delta) => {
-          writer.push(delta);
+          stream.push(delta);
           heartbeat();
         });
         await writer.close();
@@ -212,6 +216,44 @@ function activityContext(): Context | undefined {
   }
 }
 
+/** The block's chunks already in the run's log (earlier attempts): their text and the next free seq. */
+async function streamedChunks(db: Database, runId: string, blockId: string): Promise<{ text: string; nextSeq: number }> {
+  const rows = await db.selectFrom('run_events').select(['event_key', 'payload'])
+    .where('run_id', '=', runId).where('type', '=', 'block_chunk').where(sql<string>`payload->>'blockId'`, '=', blockId)
+    .orderBy('id').execute();
+  const seqOf = (key: string) => Number(key.slice(key.lastIndexOf(':') + 1));
+  return {
+    text: rows.map((row) => (row.payload as { delta: string }).delta).join(''),
+    nextSeq: rows.reduce((next, row) => Math.max(next, seqOf(row.event_key) + 1), 0),
+  };
+}
+
+/**
+ * What a retried attempt streams. The earlier attempts' chunks are in the log and cannot be taken
+ * back, and a new generation need not repeat them: the retry stays silent while its text repeats
+ * what was streamed and streams only what comes after; once its text departs from it, it streams
+ * nothing more (`block_complete` carries the whole text). So a block's chunks always read as the
+ * start of one generation, never the start of one spliced onto the rest of another.
+ */
+export class ResumedStream {
+  private generatedLength = 0;
+  private diverged = false;
+
+  constructor(private readonly streamed: string, private readonly emit: (delta: string) => void) {}
+
+  push(delta: string): void {
+    if (this.diverged || !delta) return;
+    const start = this.generatedLength;
+    this.generatedLength += delta.length;
+    const repeated = Math.max(0, Math.min(delta.length, this.streamed.length - start));
+    if (delta.slice(0, repeated) !== this.streamed.slice(start, start + repeated)) {
+      this.diverged = true;
+      return;
+    }
+    if (repeated < delta.length) this.emit(delta.slice(repeated));
+  }
+}
+
 /**
  * Batches deltas into `block_chunk` events: a write when `maxBytes` are waiting or `intervalMs`
  * after the first waiting delta, whichever comes first. One write at a time, in order; text that
@@ -232,9 +274,13 @@ export class ChunkWriter {
     private readonly runId: string,
     private readonly blockId: string,
     private readonly limits: { intervalMs: number; maxBytes: number },
-  ) {}
+    /** The first chunk's seq: after the chunks earlier attempts wrote. */
+    firstSeq = 0,
+  ) {
+    this.seq = firstSeq;
+  }
 
-  /** Number of `block_chunk` events written or being written. */
+  /** The block's `block_chunk` events written or being written, earlier attempts' included. */
   get chunks(): number {
     return this.seq;
   }

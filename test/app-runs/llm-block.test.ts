@@ -147,6 +147,35 @@ describe('runLlmBlock activity', () => {
     expect(await concatenated(runId)).toBe('first-bytes');
   });
 
+  it('a retry that repeats what was streamed streams on after it: the chunks read as one generation', async () => {
+    const runId = await newRun();
+    const text = 'The quick brown fox jumps over the lazy dog. '.repeat(4);
+    // The first attempt gets one delta, then silence, and times out.
+    llm.configure({ text, chunkSize: 20, stall: 'body' });
+    const quick = activities({ idleTimeoutMs: 300, flushIntervalMs: 10 });
+    await failureOf(quick.runLlmBlock({ runId, blockId: 'r', model: 'm', prompt: 'go' }));
+    expect(await concatenated(runId)).toBe(text.slice(0, 20));
+    // The retry gets the same generation, cut differently.
+    llm.configure({ text, chunkSize: 7 });
+    expect((await quick.runLlmBlock({ runId, blockId: 'r', model: 'm', prompt: 'go' }) as LlmBlockOutput).text).toBe(text);
+    expect(await concatenated(runId)).toBe(text);
+    const rows = await chunkRows(runId);
+    expect(rows.map((r) => r.event_key)).toEqual(rows.map((_, seq) => `r:chunk:${seq}`));
+  });
+
+  it('a retry whose generation departs from what was streamed streams nothing more; its output is the new text', async () => {
+    const runId = await newRun();
+    llm.configure({ text: 'Alpha beta gamma delta', chunkSize: 10, stall: 'body' });
+    const quick = activities({ idleTimeoutMs: 300, flushIntervalMs: 10 });
+    await failureOf(quick.runLlmBlock({ runId, blockId: 'd', model: 'm', prompt: 'go' }));
+    expect(await concatenated(runId)).toBe('Alpha beta');
+    // Same first 9 characters, then another answer: before, its tail after character 10 was appended.
+    const other = 'Alpha bet on zeta, a different answer';
+    llm.configure({ text: other, chunkSize: 4, delayMs: 15 }); // a chunk per delta
+    expect((await quick.runLlmBlock({ runId, blockId: 'd', model: 'm', prompt: 'go' }) as LlmBlockOutput).text).toBe(other);
+    expect(await concatenated(runId)).toBe('Alpha beta');
+  });
+
   it('no LLM_BASE_URL → non-retryable "No LLM provider is configured"', async () => {
     const runId = await newRun();
     const error = await failureOf(activities({}, { LLM_API_KEY: KEY }).runLlmBlock({ runId, blockId: 'l', model: 'm', prompt: 'p' }));
