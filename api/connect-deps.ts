@@ -6,7 +6,6 @@ import { createIdentityProvider } from '../shared/credentials/identity-provider.
 import { createScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import { RunEventHub } from '../shared/app-runs/event-log.js';
 import { DeploymentCache } from '../shared/app-runs/deployment-cache.js';
-import type { DeploymentRow } from '../shared/app-runs/run-service.js';
 import { PgListener } from '../shared/db/listener.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createRateLimiter } from '../shared/rate-limit/rate-limiter.js';
@@ -28,7 +27,7 @@ export async function connectAppDeps(
   settings.follow(listener);
   const runEvents = new RunEventHub();
   runEvents.follow(listener);
-  const deployments = new DeploymentCache<DeploymentRow>();
+  const deployments = new DeploymentCache();
   deployments.follow(listener);
   await listener.start();
   const temporal = await connectTemporalClient(targets.temporalAddress, config.TEMPORAL_NAMESPACE);

@@ -7,7 +7,6 @@ import type { IdentityProvider } from '../shared/credentials/identity-provider.j
 import type { ScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import type { RunEventHub } from '../shared/app-runs/event-log.js';
 import type { DeploymentCache } from '../shared/app-runs/deployment-cache.js';
-import type { DeploymentRow } from '../shared/app-runs/run-service.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import type { RateLimiter } from '../shared/rate-limit/rate-limiter.js';
 import type { SecretKeyRing } from '../shared/secrets/key-ring.js';
@@ -20,7 +19,7 @@ export interface AppDeps {
   settings: SiteSettingsCache;
   runEvents: RunEventHub;
   /** The live deployments of documents, as the run endpoints look them up (evicted by NOTIFY). */
-  deployments: DeploymentCache<DeploymentRow>;
+  deployments: DeploymentCache;
   idp: IdentityProvider;
   scheduleTokens: ScheduleTokens;
   authenticator: Authenticator;

@@ -280,11 +280,6 @@ export class ChunkWriter {
     this.seq = firstSeq;
   }
 
-  /** The block's `block_chunk` events written or being written, earlier attempts' included. */
-  get chunks(): number {
-    return this.seq;
-  }
-
   push(delta: string): void {
     if (this.failure) throw this.failure.error;
     if (!delta) return;

@@ -1,11 +1,9 @@
 import { LRUCache } from 'lru-cache';
 import type { PgListener } from '../db/listener.js';
+import type { DeploymentRow } from './run-service.js';
 
 /** NOTIFY channel of the `deployments` trigger; the payload is the document id. */
 export const DEPLOYMENTS_CHANNEL = 'deployments_changed';
-
-/** What the cache needs of a deployment row. */
-interface CachedDeployment { id: string; document_id: string }
 
 /**
  * The live deployments of each document, as the run endpoints look them up: every run request
@@ -16,9 +14,9 @@ interface CachedDeployment { id: string; document_id: string }
  * all are dropped when it drops: a missed notification must not keep a deleted deployment runnable.
  * A load that overlaps an eviction is returned but not kept, so it cannot put back what was evicted.
  */
-export class DeploymentCache<Row extends CachedDeployment> {
+export class DeploymentCache {
   /** Bounded by rows, not documents: a document with hundreds of versions weighs hundreds. */
-  private readonly byDocument = new LRUCache<string, Row[]>({ maxSize: 20_000, sizeCalculation: (rows) => Math.max(1, rows.length), ttl: 5 * 60_000 });
+  private readonly byDocument = new LRUCache<string, DeploymentRow[]>({ maxSize: 20_000, sizeCalculation: (rows) => Math.max(1, rows.length), ttl: 5 * 60_000 });
   /** Deployment id → document id: a deployment never moves, so this needs no eviction. */
   private readonly documentOf = new LRUCache<string, string>({ max: 100_000 });
   private generation = 0;
@@ -28,7 +26,7 @@ export class DeploymentCache<Row extends CachedDeployment> {
    * The document's live deployments, named by the document or by one of its deployments, from the
    * cache or from `load` (which finds them the same way, or nothing).
    */
-  async candidates(by: { deploymentId?: string; documentId?: string }, load: () => Promise<Row[]>): Promise<Row[]> {
+  async candidates(by: { deploymentId?: string; documentId?: string }, load: () => Promise<DeploymentRow[]>): Promise<DeploymentRow[]> {
     const documentId = by.documentId ?? this.documentOf.get(by.deploymentId!);
     const hit = documentId !== undefined && this.listening() ? this.byDocument.get(documentId) : undefined;
     if (hit) return hit;

@@ -48,7 +48,7 @@ export async function findLiveRunDeployment(db: Database, deploymentId: string):
  * document's deployments. The run endpoints pass their process's cache (deployment-cache.ts).
  */
 export async function findRunDeployment(
-  db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined, cache?: DeploymentCache<DeploymentRow>,
+  db: Database, by: { deploymentId?: string; documentId?: string }, version: string | undefined, cache?: DeploymentCache,
 ): Promise<DeploymentRow> {
   const load = () => {
     // One query: the document's live deployments, found by document id or through the named deployment.

@@ -20,11 +20,11 @@ describe('the run endpoints read deployments through a cache that NOTIFY keeps h
 
   /** A cache on its own listener, and a count of the queries it let through. */
   const observed = () => {
-    const cache = new DeploymentCache<DeploymentRow>();
+    const cache = new DeploymentCache();
     cache.follow(listener);
     let queries = 0;
     const find = (by: { deploymentId?: string; documentId?: string }, version?: string) =>
-      findRunDeployment(stack.db, by, version, { candidates: (key, load) => cache.candidates(key, () => { queries++; return load(); }) } as DeploymentCache<DeploymentRow>);
+      findRunDeployment(stack.db, by, version, { candidates: (key, load) => cache.candidates(key, () => { queries++; return load(); }) } as DeploymentCache);
     return { cache, find, queries: () => queries };
   };
 
@@ -72,7 +72,7 @@ describe('the run endpoints read deployments through a cache that NOTIFY keeps h
   });
 
   it('caches nothing without a live LISTEN connection: a missed NOTIFY cannot pin a stale answer', async () => {
-    const deaf = new DeploymentCache<DeploymentRow>(); // never followed
+    const deaf = new DeploymentCache(); // never followed
     let queries = 0;
     const load = () => { queries++; return Promise.resolve([{ id: 'a', document_id: 'd' } as DeploymentRow]); };
     await deaf.candidates({ documentId: 'd' }, load);
@@ -80,7 +80,7 @@ describe('the run endpoints read deployments through a cache that NOTIFY keeps h
     expect(queries).toBe(2);
 
     const own = new PgListener(stack.databaseUrl);
-    const cache = new DeploymentCache<DeploymentRow>();
+    const cache = new DeploymentCache();
     cache.follow(own);
     await own.start();
     await cache.candidates({ documentId: 'd' }, load);
