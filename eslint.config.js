@@ -1,5 +1,6 @@
-// Lint is deliberately small: typescript-eslint's recommended rules, plus the one rule that keeps
-// workflow code deterministic (DESIGN.md §2): workflows never import I/O modules.
+// Lint is deliberately small: typescript-eslint's recommended rules, plus the rules that keep the
+// layers apart (DESIGN.md §2): dependencies point one way, api/workflows/activities → shared, and
+// workflow code stays deterministic (no I/O module).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -12,6 +13,43 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  // shared/ is what every layer builds on: it imports none of them (code used by two layers lives here).
+  {
+    files: ['shared/**/*.ts', 'temporal/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/workflows/**', '**/activities/**', '**/api/**', '**/worker/**', '**/scripts/**'], message: 'shared/ imports no layer above it: move what both sides need into shared/.' },
+        ],
+      }],
+    },
+  },
+  // Activities never import workflow code, and the API starts workflows by name with shared contract types.
+  {
+    files: ['activities/**/*.ts', 'api/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/workflows/**'], message: 'Workflow code is imported only by the worker bundle: put shared logic and contract types in shared/.' },
+          { group: ['**/worker/**', '**/scripts/**'], message: 'Only process entries import the worker and scripts.' },
+        ],
+      }],
+    },
+  },
+  {
+    files: ['api/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/workflows/**', '**/activities/**'], message: 'The API talks to workflows through Temporal, with shared contract types: import shared/.' },
+          { group: ['**/worker/**', '**/scripts/**'], message: 'Only process entries import the worker and scripts.' },
+        ],
+      }],
     },
   },
   {

@@ -1,25 +1,14 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { Graph } from '../../shared/app-runs/graph.js';
 import type { Database } from '../../shared/db/client.js';
-import { ACTIVITY_JSONATA_GUARD, BlockFailure, errorMessage, evaluateBlock, resolveIoBlock, type EvaluationContext, type IoBlockCall } from '../../workflows/app-runs/evaluate.js';
+import { ACTIVITY_JSONATA_GUARD, BlockFailure, errorMessage, evaluateBlock, resolveIoBlock, type EvaluationContext, type IoBlockCall } from '../../shared/app-runs/evaluate.js';
+import type { ActivityEvaluationInput } from '../../shared/app-runs/contracts.js';
 import { resolveClaims, storeClaim } from './claim-store.js';
-
-/** What a block can read, as the workflow holds it: values may be claims. */
-export interface ActivityEvaluationInput {
-  runId: string;
-  blockId: string;
-  graph: Graph;
-  /** The outputs so far, in the workflow's order (block id, output). */
-  outputs: [string, unknown][];
-  inputs: Record<string, unknown>;
-  trigger: unknown;
-}
 
 /**
  * Evaluation of blocks outside workflow code: blocks that read claimed values (docs/app-runs.md
  * "Large payloads"), run on the resolved values so the large values never enter workflow history,
  * and JSONata that needs more steps than workflow code allows, bounded here by JSONata's timeout.
- * The same pure functions as workflow code (workflows/app-runs/evaluate.ts). Local activities: their
+ * The same pure functions as workflow code (shared/app-runs/evaluate.ts). Local activities: their
  * input is not recorded; only the (small, or claimed) result is.
  */
 export function createBlockEvaluationActivities({ db }: { db: Database }) {

@@ -1,5 +1,5 @@
 import { CLAIM_THRESHOLD_BYTES, isClaim, type Claim } from '../../shared/app-runs/claims.js';
-import type { ClaimedIoRequest } from '../../shared/app-runs/io-blocks.js';
+import type { ClaimedIoRequest } from '../../shared/app-runs/contracts.js';
 import type { Database } from '../../shared/db/client.js';
 
 // The activity side of the claim check (shared/app-runs/claims.ts): stores a run's large values in

@@ -15,30 +15,10 @@ import {
   type VettedTarget,
 } from '../../shared/app-runs/ssrf-guard.js';
 import type { Claim } from '../../shared/app-runs/claims.js';
-import type { ClaimedIoRequest } from '../../shared/app-runs/io-blocks.js';
+import type { ClaimedIoRequest, HttpBlockRequest, HttpBlockResult } from '../../shared/app-runs/contracts.js';
 import type { Database } from '../../shared/db/client.js';
 import type { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { resolveIoRequest, storeClaim } from './claim-store.js';
-
-export type HttpBlockMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
-
-/** What the run workflow passes, templates already resolved. */
-export interface HttpBlockInput {
-  runId: string;
-  blockId: string;
-  method: HttpBlockMethod;
-  url: string;
-  headers: Record<string, string>;
-  /** A string is sent as is; null/undefined sends no body; anything else is sent as JSON. */
-  body: unknown;
-}
-
-/** The block's output. `body` is parsed JSON when the response says it is JSON, else text. */
-export interface HttpBlockOutput {
-  status: number;
-  headers: Record<string, string>;
-  body: unknown;
-}
 
 export const HTTP_BLOCK_MAX_RESPONSE_BYTES = 1024 * 1024;
 export const HTTP_BLOCK_TIMEOUT_MS = 30_000;
@@ -198,7 +178,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * every redirect, at most 5) is vetted by the guard and the connection goes to the vetted address.
  * Throws SsrfBlockedError, InvalidUrlError, HostResolutionError or HttpBlockError.
  */
-export async function performHttpRequest(input: Omit<HttpBlockInput, 'runId' | 'blockId'>, options: HttpRequestOptions): Promise<HttpBlockOutput> {
+export async function performHttpRequest(input: Omit<HttpBlockRequest, 'runId' | 'blockId'>, options: HttpRequestOptions): Promise<HttpBlockResult> {
   const max = options.maxResponseBytes ?? HTTP_BLOCK_MAX_RESPONSE_BYTES;
   const timeoutMs = options.timeoutMs ?? HTTP_BLOCK_TIMEOUT_MS;
   const timeout = AbortSignal.timeout(timeoutMs);
@@ -316,10 +296,10 @@ function activityCancellationSignal(): AbortSignal | undefined {
 export function createHttpBlockActivities(deps: { db: Database; settings: Pick<SiteSettingsCache, 'get'> }) {
   return {
     /** A claimed request is resolved first; a result over the claim threshold is returned as a claim (`output:<blockId>`). */
-    async runHttpBlock(request: HttpBlockInput | ClaimedIoRequest): Promise<HttpBlockOutput | Claim> {
+    async runHttpBlock(request: HttpBlockRequest | ClaimedIoRequest): Promise<HttpBlockResult | Claim> {
       const input = await resolveIoRequest(deps.db, request);
       const rules = parseAllowList(await deps.settings.get('http_block.allow_hosts'));
-      let output: HttpBlockOutput;
+      let output: HttpBlockResult;
       try {
         output = await performHttpRequest(input, { rules, signal: activityCancellationSignal() });
       } catch (error) {

@@ -8,7 +8,7 @@ import {
 import { SsrfBlockedError, InvalidUrlError, HostResolutionError, parseAllowList, vetUrl, type VettedTarget } from '../../shared/app-runs/ssrf-guard.js';
 import { chatCompletionsUrl } from '../../shared/app-runs/llm-client.js';
 import type { Claim } from '../../shared/app-runs/claims.js';
-import type { ClaimedIoRequest } from '../../shared/app-runs/io-blocks.js';
+import type { ClaimedIoRequest, LlmBlockRequest, LlmBlockResult } from '../../shared/app-runs/contracts.js';
 import type { Database } from '../../shared/db/client.js';
 import type { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shared/llm-providers/service.js';
@@ -18,24 +18,6 @@ import { llmTokenCostMilli } from '../../shared/billing/pricing.js';
 import { countTokens } from '../../shared/app-runs/limits.js';
 import { resolveSiteSetting } from '../../shared/site-settings/schemas.js';
 import { resolveIoRequest, storeClaim } from './claim-store.js';
-
-export interface LlmBlockInput {
-  runId: string;
-  blockId: string;
-  model: string;
-  /** Already rendered by the workflow. */
-  prompt: string;
-  system?: string;
-  temperature?: number;
-  maxTokens?: number;
-  /** The block's `provider`: a team provider's name; unset means the team's `default`, else the environment's. */
-  provider?: string;
-}
-
-export interface LlmBlockOutput {
-  text: string;
-  usage: LlmUsage | null;
-}
 
 export interface LlmBlockDeps {
   db: Database;
@@ -97,7 +79,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
   }
 
   /** The paying team's provider for the block, or null for the environment's; the key stays in this activity. */
-  async function teamProviderFor(input: LlmBlockInput): Promise<{ baseUrl: string; apiKey: string } | null> {
+  async function teamProviderFor(input: LlmBlockRequest): Promise<{ baseUrl: string; apiKey: string } | null> {
     try {
       return await resolveRunLlmProvider(db, secrets, input.runId, input.provider);
     } catch (error) {
@@ -110,7 +92,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
   }
 
   /** Base URL and key for this attempt, read fresh each time (a PUT applies to the next run). */
-  async function providerFor(input: LlmBlockInput): Promise<{ baseUrl: string; apiKey?: string; pinnedTo?: VettedTarget['addresses'] }> {
+  async function providerFor(input: LlmBlockRequest): Promise<{ baseUrl: string; apiKey?: string; pinnedTo?: VettedTarget['addresses'] }> {
     const team = await teamProviderFor(input);
     if (team) return { ...team, pinnedTo: await vetTeamProvider(team.baseUrl) };
     if (!config.LLM_BASE_URL) throw ApplicationFailure.nonRetryable(NO_LLM_PROVIDER, 'LlmNotConfigured');
@@ -123,7 +105,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
 
   return {
     /** A claimed request is resolved first; a result over the claim threshold is returned as a claim (`output:<blockId>`). */
-    async runLlmBlock(request: LlmBlockInput | ClaimedIoRequest): Promise<LlmBlockOutput | Claim> {
+    async runLlmBlock(request: LlmBlockRequest | ClaimedIoRequest): Promise<LlmBlockResult | Claim> {
       const input = await resolveIoRequest(db, request);
       const provider = await providerFor(input);
       const context = activityContext();
@@ -133,7 +115,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
       const writer = new ChunkWriter(db, input.runId, input.blockId, { intervalMs: flushIntervalMs, maxBytes: flushBytes }, earlier.nextSeq);
       const stream = new ResumedStream(earlier.text, (delta) => writer.push(delta));
       heartbeat();
-      let result: LlmBlockOutput;
+      let result: LlmBlockResult;
       try {
         result = await streamChatCompletion({
           baseUrl: provider.baseUrl,
@@ -173,7 +155,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
    * usage when it reported one; otherwise our own count, logged as such, since the output keeps
    * `usage: null` (it says what the provider said).
    */
-  async function chargeTokens(input: LlmBlockInput, result: LlmBlockOutput, context: Context | undefined): Promise<void> {
+  async function chargeTokens(input: LlmBlockRequest, result: LlmBlockResult, context: Context | undefined): Promise<void> {
     const reported = result.usage && isUsableUsage(result.usage) ? result.usage : null;
     const usage = reported ?? countUsage(input, result.text);
     const rules = deps.settings ? await deps.settings.get('billing.rules') : resolveSiteSetting('billing.rules', undefined);
@@ -199,7 +181,7 @@ function isUsableUsage(usage: LlmUsage): boolean {
  * Our count when the provider sent none: the text of the system and user messages and of the
  * completion (o200k_base), without the few tokens of chat framing a provider adds per message.
  */
-function countUsage(input: Pick<LlmBlockInput, 'prompt' | 'system'>, completion: string): LlmUsage {
+function countUsage(input: Pick<LlmBlockRequest, 'prompt' | 'system'>, completion: string): LlmUsage {
   const promptTokens = countTokens(input.prompt) + (input.system ? countTokens(input.system) : 0);
   const completionTokens = countTokens(completion);
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };

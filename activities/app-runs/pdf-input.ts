@@ -3,8 +3,8 @@ import type { Config } from '../../shared/config.js';
 import type { Database } from '../../shared/db/client.js';
 import { AppError } from '../../shared/errors.js';
 import { isClaim, type Claim } from '../../shared/app-runs/claims.js';
-import type { PdfInputRequest } from '../../shared/app-runs/io-blocks.js';
-import { pdfSourceOf, plainPdfInput } from '../../workflows/app-runs/evaluate.js';
+import type { PdfInputRequest, PdfInputResult } from '../../shared/app-runs/contracts.js';
+import { pdfSourceOf, plainPdfInput } from '../../shared/app-runs/evaluate.js';
 import { resolveClaims, storeClaim } from './claim-store.js';
 import { createFileStore, parseFileHandle, readFileBuffer, type FileStore } from '../../shared/storage/index.js';
 
@@ -79,10 +79,10 @@ export function createPdfInputActivities(deps: PdfInputDeps) {
   return {
     /**
      * A claimed value (a large input) is read from run_payloads first; when it is not a PDF after
-     * all, the block's output is the value itself, as workflows/app-runs/evaluate.ts would give it.
+     * all, the block's output is the value itself, as shared/app-runs/evaluate.ts would give it.
      * A text over the claim threshold comes back as a claim (`output:<blockId>`).
      */
-    async extractPdfText(request: PdfInputRequest): Promise<{ text: string | Claim; pages: number }> {
+    async extractPdfText(request: PdfInputRequest): Promise<PdfInputResult> {
       const label = `'${request.inputName ?? request.blockId}'`;
       let source = request.value;
       if (isClaim(source)) {

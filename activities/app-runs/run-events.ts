@@ -3,22 +3,13 @@ import { sql } from 'kysely';
 import { parseRunnableGraph } from '../../shared/app-runs/graph-schema.js';
 import type { RunPlan } from '../../shared/app-runs/run-plan.js';
 import { eventRows } from '../../shared/app-runs/event-log.js';
-import { RUN_EVENTS_CHANNEL, type RunEvent, type Session } from '../../shared/app-runs/events.js';
+import { RUN_EVENTS_CHANNEL } from '../../shared/app-runs/events.js';
 import { executePrepared } from '../../shared/db/client.js';
 import type { RunStatus } from '../../shared/db/types.js';
-import { truncateLargeStrings } from '../../workflows/app-runs/trace.js';
+import { truncateLargeStrings } from '../../shared/app-runs/trace.js';
+import type { KeyedRunEvent, RunOutcome } from '../../shared/app-runs/contracts.js';
 import type { ActivityDeps } from '../deps.js';
 import { resolveClaims, storeClaim } from './claim-store.js';
-
-/** An event with its idempotency key, unique per run (`<blockId>:block_start`, `run_complete`, …). */
-export interface KeyedRunEvent {
-  key: string;
-  event: RunEvent;
-}
-
-export type RunOutcome =
-  | { status: 'completed'; sessions: Session[]; completedBlocks: number; globalCtx?: Record<string, unknown> }
-  | { status: 'failed' | 'timed_out' | 'cancelled'; error: string };
 
 /**
  * Activities of the run workflow. Events are stored like shared/app-runs/event-log.ts stores them
@@ -81,7 +72,7 @@ export function createAppRunActivities({ db }: Pick<ActivityDeps, 'db'>) {
     async finishRun(input: { runId: string; outcome: RunOutcome; events?: KeyedRunEvent[] }): Promise<{ status: RunStatus; finished: boolean }> {
       const { runId } = input;
       // Events, sessions and a traced run's globalCtx may hold claims: resolved first (stored payloads
-      // never change), globalCtx truncated the way workflows/app-runs/trace.ts truncates the values it holds.
+      // never change), globalCtx truncated the way shared/app-runs/trace.ts truncates the values it holds.
       const events = await resolveClaims(db, runId, input.events ?? []);
       const outcome: RunOutcome = input.outcome.status === 'completed'
         ? {

@@ -1,28 +1,12 @@
 import { sql } from 'kysely';
 import type { StoredRunEvent } from '../../shared/app-runs/event-log.js';
-import { runResultOf, type RunResult } from '../../shared/app-runs/run-result.js';
+import { runResultOf } from '../../shared/app-runs/run-result.js';
 import { findLiveRunDeployment, recordRun } from '../../shared/app-runs/run-service.js';
 import type { RunStatus, ScheduleLogStatus } from '../../shared/db/types.js';
 import { AppError } from '../../shared/errors.js';
 import { sha256Hex } from '../../shared/crypto.js';
+import type { FinishedAttempt, ScheduledAttempt, ScheduledAttemptRequest } from '../../shared/schedules/contracts.js';
 import type { ActivityDeps } from '../deps.js';
-
-export interface ScheduledAttemptRequest {
-  scheduleId: string;
-  /** Chosen by the workflow, so a retried activity writes the same log row and the same run. */
-  logId: string;
-  attemptKey: string;
-  /** When Temporal meant to fire; null for a manual trigger. */
-  scheduledAt: string | null;
-  manual: boolean;
-}
-
-export type ScheduledAttempt =
-  | { kind: 'skipped'; reason: string }
-  | { kind: 'refused'; error: string }
-  | { kind: 'started'; runId: string; timeoutSeconds: number; maxRetries: number };
-
-export interface FinishedAttempt { status: ScheduleLogStatus; error: string | null; result: RunResult }
 
 const logStatusOf: Record<RunStatus, ScheduleLogStatus> = {
   running: 'running', completed: 'success', failed: 'failed', timed_out: 'timed_out', cancelled: 'cancelled',

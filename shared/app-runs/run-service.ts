@@ -10,7 +10,7 @@ import { workflowIds } from '../../temporal/workflow-ids.js';
 import { appendRunEvents, type StoredRunEvent } from './event-log.js';
 import { insertChargedRun, type ChargedRunRow } from './run-charge.js';
 import { inlineRunPlan } from './run-plan.js';
-import type { AppRunInput } from '../../workflows/app-runs/run-app.js';
+import type { AppRunInput } from './contracts.js';
 import type { ApiSchemaField } from './graph.js';
 import { validateRunInputs, withTrigger } from './input-validation.js';
 import { resolveDeploymentVersion } from './versions.js';

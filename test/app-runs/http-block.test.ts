@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpBlockActivities, performHttpRequest, type HttpBlockInput, type HttpBlockOutput } from '../../activities/app-runs/http-block.js';
+import { createHttpBlockActivities, performHttpRequest, }  from '../../activities/app-runs/http-block.js';
+import type { HttpBlockRequest, HttpBlockResult } from '../../shared/app-runs/contracts.js';
 import { parseAllowList } from '../../shared/app-runs/ssrf-guard.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
@@ -37,9 +38,9 @@ describe('http block activity (runHttpBlock) and its SSRF guard', () => {
   let main: TestServer; // allowed in most tests
   let other: TestServer; // never allowed unless a test says so
   // Responses under the claim threshold: the activity returns the output itself, not a claim.
-  let run: (input: HttpBlockInput) => Promise<HttpBlockOutput>;
+  let run: (input: HttpBlockRequest) => Promise<HttpBlockResult>;
 
-  const request = (partial: Partial<HttpBlockInput> & { url: string }) =>
+  const request = (partial: Partial<HttpBlockRequest> & { url: string }) =>
     run({ runId: 'run-1', blockId: 'http-1', method: 'GET', headers: {}, body: undefined, ...partial });
 
   async function allow(...entries: string[]) {
@@ -56,7 +57,7 @@ describe('http block activity (runHttpBlock) and its SSRF guard', () => {
   beforeAll(async () => {
     stack = await createTestStack();
     const { runHttpBlock } = createHttpBlockActivities({ db: stack.db, settings: stack.deps.settings });
-    run = async (input) => (await runHttpBlock(input)) as HttpBlockOutput;
+    run = async (input) => (await runHttpBlock(input)) as HttpBlockResult;
     other = await startServer((_req, res) => res.end('other'));
     main = await startServer((req, res, body) => {
       const url = new URL(req.url ?? '/', 'http://x');

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLlmBlockActivities, NO_LLM_PROVIDER, type LlmBlockDeps, type LlmBlockInput, type LlmBlockOutput } from '../../activities/app-runs/llm-block.js';
+import { createLlmBlockActivities, NO_LLM_PROVIDER, type LlmBlockDeps } from '../../activities/app-runs/llm-block.js';
+import type { LlmBlockRequest, LlmBlockResult } from '../../shared/app-runs/contracts.js';
 import { appendRunEvents } from '../../shared/app-runs/event-log.js';
 import { createProject } from '../../shared/identity/service.js';
 import { credentialFactory } from '../harness/credentials.js';
@@ -82,7 +83,7 @@ describe('runLlmBlock activity', () => {
     const runId = await newRun();
     const tokens = Array.from({ length: 500 }, (_, i) => ` t${i}`);
     llm.configure({ tokens, delayMs: 1 });
-    const result = await activities().runLlmBlock({ runId, blockId: 'flood', model: 'm', prompt: 'go' }) as LlmBlockOutput;
+    const result = await activities().runLlmBlock({ runId, blockId: 'flood', model: 'm', prompt: 'go' }) as LlmBlockResult;
     expect(result.text).toBe(tokens.join(''));
     const rows = await chunkRows(runId);
     // 500 tokens over ≥ 500 ms with 50 ms batches: on the order of 10–20 rows, never one per token.
@@ -157,7 +158,7 @@ describe('runLlmBlock activity', () => {
     expect(await concatenated(runId)).toBe(text.slice(0, 20));
     // The retry gets the same generation, cut differently.
     llm.configure({ text, chunkSize: 7 });
-    expect((await quick.runLlmBlock({ runId, blockId: 'r', model: 'm', prompt: 'go' }) as LlmBlockOutput).text).toBe(text);
+    expect((await quick.runLlmBlock({ runId, blockId: 'r', model: 'm', prompt: 'go' }) as LlmBlockResult).text).toBe(text);
     expect(await concatenated(runId)).toBe(text);
     const rows = await chunkRows(runId);
     expect(rows.map((r) => r.event_key)).toEqual(rows.map((_, seq) => `r:chunk:${seq}`));
@@ -172,7 +173,7 @@ describe('runLlmBlock activity', () => {
     // Same first 9 characters, then another answer: before, its tail after character 10 was appended.
     const other = 'Alpha bet on zeta, a different answer';
     llm.configure({ text: other, chunkSize: 4, delayMs: 15 }); // a chunk per delta
-    expect((await quick.runLlmBlock({ runId, blockId: 'd', model: 'm', prompt: 'go' }) as LlmBlockOutput).text).toBe(other);
+    expect((await quick.runLlmBlock({ runId, blockId: 'd', model: 'm', prompt: 'go' }) as LlmBlockResult).text).toBe(other);
     expect(await concatenated(runId)).toBe('Alpha beta');
   });
 
@@ -192,7 +193,7 @@ describe('runLlmBlock activity', () => {
     let heartbeats = 0;
     env.on('heartbeat', () => { heartbeats += 1; });
     const { runLlmBlock } = activities();
-    const result = await env.run(async (input: LlmBlockInput) => (await runLlmBlock(input)) as LlmBlockOutput, { runId, blockId: 'h', model: 'm', prompt: 'p' }) as LlmBlockOutput;
+    const result = await env.run(async (input: LlmBlockRequest) => (await runLlmBlock(input)) as LlmBlockResult, { runId, blockId: 'h', model: 'm', prompt: 'p' }) as LlmBlockResult;
     expect(result.text).toBe('abcdefghij');
     expect(heartbeats).toBeGreaterThanOrEqual(10);
 

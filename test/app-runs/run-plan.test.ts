@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { inlineRunPlan } from '../../shared/app-runs/run-plan.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
-import type { AppRunInput } from '../../workflows/app-runs/run-app.js';
+import type { AppRunInput } from '../../shared/app-runs/contracts.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';

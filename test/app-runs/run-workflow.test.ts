@@ -8,7 +8,7 @@ import { createAppRunActivities } from '../../activities/app-runs/run-events.js'
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
-import type { AppRunInput, AppRunResult } from '../../workflows/app-runs/run-app.js';
+import type { AppRunInput, AppRunResult } from '../../shared/app-runs/contracts.js';
 import { exampleGraph } from '../../shared/app-runs/example-graph.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 

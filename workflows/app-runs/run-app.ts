@@ -1,21 +1,18 @@
 import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
-import type { KeyedRunEvent, RunOutcome } from '../../activities/app-runs/run-events.js';
 import type { RunPlan } from '../../shared/app-runs/run-plan.js';
-import type { ActivityEvaluationInput } from '../../activities/app-runs/block-evaluation.js';
+import type { ActivityEvaluationInput, AppRunInput, AppRunResult, KeyedRunEvent, RunOutcome } from '../../shared/app-runs/contracts.js';
 import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
-import type { IoBlockActivities, PdfInputActivities } from '../../shared/app-runs/io-blocks.js';
 import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
-import type { RunStatus } from '../../shared/db/types.js';
 import { httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
-import { WorkflowBudgetExceeded, errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from './evaluate.js';
-import { initialWalkState, takeReadyBlocks } from './schedule.js';
-import { buildGlobalCtx } from './trace.js';
+import { WorkflowBudgetExceeded, errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from '../../shared/app-runs/evaluate.js';
+import { initialWalkState, takeReadyBlocks } from '../../shared/app-runs/block-schedule.js';
+import { buildGlobalCtx } from '../../shared/app-runs/trace.js';
 
-const { runHttpBlock } = proxyActivities<IoBlockActivities>(httpBlockActivity);
-const { runLlmBlock } = proxyActivities<IoBlockActivities>(llmBlockActivity);
-const { extractPdfText } = proxyActivities<PdfInputActivities>(pdfInputActivity);
+const { runHttpBlock } = proxyActivities<Activities>(httpBlockActivity);
+const { runLlmBlock } = proxyActivities<Activities>(llmBlockActivity);
+const { extractPdfText } = proxyActivities<Activities>(pdfInputActivity);
 
 // The plan read is one indexed query: a local activity saves the run two round trips through the server.
 // The block-evaluation activities are local too: their input (the run's values) is not recorded in history.
@@ -56,21 +53,6 @@ async function runIoBlock(runId: string, block: Block, context: EvaluationContex
   return call.kind === 'llm'
     ? runLlmBlock({ runId, blockId: block.id, ...call.request })
     : runHttpBlock({ runId, blockId: block.id, ...call.request });
-}
-
-export interface AppRunInput {
-  runId: string;
-  /** trace=full: the run_complete event carries `globalCtx`. */
-  trace: boolean;
-  timeoutSeconds: number | null;
-  /** The graph and inputs, when the starter passed them (`inlineRunPlan`); otherwise `loadRunPlan` reads them. */
-  plan?: RunPlan;
-}
-
-export interface AppRunResult {
-  runId: string;
-  /** The `runs` row's final status. */
-  status: RunStatus;
 }
 
 const TIMED_OUT = Symbol('timed out');

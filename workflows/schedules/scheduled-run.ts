@@ -1,7 +1,7 @@
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { executeChild, isCancellation, proxyActivities, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
-import type { RunResult } from '../../shared/app-runs/run-result.js';
+import type { ScheduledRunInput, ScheduledRunOutcome } from '../../shared/schedules/contracts.js';
 import { databaseActivity } from '../../temporal/activity-options.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { appRunWorkflow } from '../app-runs/run-app.js';
@@ -10,16 +10,6 @@ const { startScheduledRunAttempt, finishScheduledRunAttempt } = proxyActivities<
 
 /** Set by Temporal on every workflow a Schedule starts: the fire time it was meant for. */
 const scheduledStartTime = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
-
-export interface ScheduledRunInput {
-  scheduleId: string;
-  /** `POST /schedules/:id/trigger`: runs even when the schedule is disabled, and only once. */
-  manual?: boolean;
-}
-
-export type ScheduledRunOutcome =
-  | { success: true; result: RunResult }
-  | { success: false; error: string; result?: RunResult; skipped?: boolean };
 
 /** Seconds to wait before retry `n` (1-based): 1, 2, 4 … capped at 30. */
 const retryDelaySeconds = (n: number) => Math.min(2 ** (n - 1), 30);

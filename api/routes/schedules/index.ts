@@ -9,7 +9,7 @@ import { syncSchedule } from '../../../shared/schedules/temporal-sync.js';
 import { newId } from '../../../shared/ids.js';
 import { taskQueueName } from '../../../temporal/task-queues.js';
 import { workflowIds } from '../../../temporal/workflow-ids.js';
-import type { ScheduledRunOutcome } from '../../../workflows/schedules/scheduled-run.js';
+import type { ScheduledRunOutcome } from '../../../shared/schedules/contracts.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 

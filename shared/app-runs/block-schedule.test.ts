@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Graph } from '../../shared/app-runs/graph.js';
-import { initialWalkState, takeReadyBlocks, type WalkState } from './schedule.js';
+import type { Graph } from './graph.js';
+import { initialWalkState, takeReadyBlocks, type WalkState } from './block-schedule.js';
 
 const block = (id: string, type: Graph['blocks'][number]['type'] = 'template') => ({ id, type, name: '', config: {} });
 const ids = (blocks: { id: string }[]) => blocks.map((b) => b.id);

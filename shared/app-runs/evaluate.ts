@@ -1,8 +1,8 @@
-import { ActivityFailure } from '@temporalio/workflow';
+import { ActivityFailure } from '@temporalio/common';
 import jsonata from 'jsonata';
-import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from '../../shared/app-runs/graph.js';
-import { isClaim, type Claim } from '../../shared/app-runs/claims.js';
-import type { HttpBlockRequest, LlmBlockRequest } from '../../shared/app-runs/io-blocks.js';
+import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from './graph.js';
+import { isClaim, type Claim } from './claims.js';
+import type { HttpBlockRequest, LlmBlockRequest } from './contracts.js';
 
 // Pure evaluation of the blocks that run inside workflow code (input, template, condition,
 // transform, output). No I/O and no clocks: the same graph, inputs and outputs give the same result

@@ -1,0 +1,82 @@
+// The contract between the run workflow, its starters and its activities: every type that crosses
+// a workflow or activity boundary of an app run, in one module that both sides import. The
+// workflow renders every template itself and passes resolved values, so an activity never sees
+// other blocks' data. Values too large for workflow history travel as claims (claims.ts): a request
+// the workflow rendered, a result, a PDF input's value.
+
+import type { RunStatus } from '../db/types.js';
+import type { Claim } from './claims.js';
+import type { RunEvent, Session } from './events.js';
+import type { Graph } from './graph.js';
+import type { RunPlan } from './run-plan.js';
+
+/** `appRunWorkflow`'s argument (`app-run-<runId>`). */
+export interface AppRunInput {
+  runId: string;
+  /** trace=full: the run_complete event carries `globalCtx`. */
+  trace: boolean;
+  timeoutSeconds: number | null;
+  /** The graph and inputs, when the starter passed them (`inlineRunPlan`); otherwise `loadRunPlan` reads them. */
+  plan?: RunPlan;
+}
+
+export interface AppRunResult {
+  runId: string;
+  /** The `runs` row's final status. */
+  status: RunStatus;
+}
+
+/** An event with its idempotency key, unique per run (`<blockId>:block_start`, `run_complete`, …). */
+export interface KeyedRunEvent {
+  key: string;
+  event: RunEvent;
+}
+
+/** How a run ended, as the workflow hands it to `finishRun`. */
+export type RunOutcome =
+  | { status: 'completed'; sessions: Session[]; completedBlocks: number; globalCtx?: Record<string, unknown> }
+  | { status: 'failed' | 'timed_out' | 'cancelled'; error: string; sessions?: Session[] };
+
+/** What a block can read, as the workflow holds it (values may be claims): `evaluateBlockInActivity`'s input. */
+export interface ActivityEvaluationInput {
+  runId: string;
+  blockId: string;
+  graph: Graph;
+  /** The outputs so far, in the workflow's order (block id, output). */
+  outputs: [string, unknown][];
+  inputs: Record<string, unknown>;
+  trigger: unknown;
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
+
+/** The `http` block's request, templates already rendered. */
+export interface HttpBlockRequest {
+  runId: string; blockId: string; method: HttpMethod; url: string; headers: Record<string, string>;
+  /** A string is sent as is; null/undefined sends no body; anything else is sent as JSON. */
+  body: unknown;
+}
+/** The `http` block's output. `body` is parsed JSON when the response says it is JSON, else text. */
+export interface HttpBlockResult { status: number; headers: Record<string, string>; body: unknown }
+
+/** The `llm` block's request, templates already rendered. */
+export interface LlmBlockRequest {
+  runId: string; blockId: string; model: string; prompt: string; system?: string; temperature?: number; maxTokens?: number;
+  /** A team provider's name (docs/llm-providers.md); only the name crosses the workflow, never a URL or key. */
+  provider?: string;
+}
+export interface LlmBlockResult { text: string; usage: { promptTokens: number; completionTokens: number; totalTokens: number } | null }
+
+/**
+ * An I/O block's call whose rendering is stored as `request:<blockId>` (an `IoBlockCall` of
+ * evaluate.ts); the activity resolves it before running.
+ */
+export interface ClaimedIoRequest { runId: string; blockId: string; claimedRequest: Claim }
+
+/**
+ * An `input` block of `valueType: 'pdf'` whose value is a PDF: a file handle (`wf-file:<id>` or
+ * `storage://<id>`, read from the run's project), `data:application/pdf;base64,…` or bare base64.
+ */
+export interface PdfInputRequest { runId: string; blockId: string; value: string | Claim; inputName?: string }
+/** A large text comes back as a claim (`output:<blockId>`). */
+export interface PdfInputResult { text: string | Claim; pages: number }

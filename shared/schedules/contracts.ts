@@ -1,0 +1,34 @@
+// The contract between the scheduled-run workflow, its starters (Temporal Schedules, the trigger
+// route) and its activities: every type that crosses one of their boundaries.
+
+import type { RunResult } from '../app-runs/run-result.js';
+import type { ScheduleLogStatus } from '../db/types.js';
+
+/** `scheduledRunWorkflow`'s argument. */
+export interface ScheduledRunInput {
+  scheduleId: string;
+  /** `POST /schedules/:id/trigger`: runs even when the schedule is disabled, and only once. */
+  manual?: boolean;
+}
+
+export type ScheduledRunOutcome =
+  | { success: true; result: RunResult }
+  | { success: false; error: string; result?: RunResult; skipped?: boolean };
+
+export interface ScheduledAttemptRequest {
+  scheduleId: string;
+  /** Chosen by the workflow, so a retried activity writes the same log row and the same run. */
+  logId: string;
+  attemptKey: string;
+  /** When Temporal meant to fire; null for a manual trigger. */
+  scheduledAt: string | null;
+  manual: boolean;
+}
+
+export type ScheduledAttempt =
+  | { kind: 'skipped'; reason: string }
+  | { kind: 'refused'; error: string }
+  | { kind: 'started'; runId: string; timeoutSeconds: number; maxRetries: number };
+
+export interface FinishedAttempt { status: ScheduleLogStatus; error: string | null; result: RunResult }
+
