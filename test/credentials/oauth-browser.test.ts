@@ -19,7 +19,7 @@ describe('OAuth consent page in Chromium', () => {
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is required at ${CHROMIUM} for the consent-page browser test. Install it with: apt-get update && apt-get install -y chromium`);
+      throw new Error(`Chromium is required at ${CHROMIUM} for the consent-page browser test. npm test installs it (scripts/ensure-test-dependencies.ts) when it runs as root or with passwordless sudo; otherwise run: sudo apt-get update && sudo apt-get install -y chromium`);
     }
     stack = await createTestStack();
     base = await stack.app.listen({ port: 0, host: '127.0.0.1' });

@@ -7,6 +7,7 @@ import { startEmbeddedPostgres } from '../../shared/db/embedded.js';
 import { migrateToLatest } from '../../shared/db/migrate.js';
 import { startTemporalDevServer } from '../../temporal/dev-server.js';
 import { bundleWorkflows } from '../../worker/bundle.js';
+import { ensureTestDependencies } from '../../scripts/ensure-test-dependencies.js';
 import { TEMPLATE_DATABASE } from './names.js';
 
 declare module 'vitest' {
@@ -24,6 +25,8 @@ declare module 'vitest' {
  * The three start in parallel; every test file then costs only a CREATE DATABASE … TEMPLATE.
  */
 export default async function setup(project: TestProject) {
+  // First: chromium and redis-server, installed with apt-get when missing (nothing to do, and silent, when present).
+  await ensureTestDependencies();
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-test-'));
   // Under root, PostgreSQL runs as the `postgres` user, which must be able to enter this folder.
   await chmod(workDir, 0o755);

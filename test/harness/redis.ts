@@ -23,7 +23,12 @@ export async function startRedis(): Promise<{ url: string; port: number; stop():
     let output = '';
     const timer = setTimeout(() => reject(new Error(`redis-server did not start on ${port}: ${output}`)), 10_000);
     const exited = (code: number | null) => { clearTimeout(timer); reject(new Error(`redis-server exited with ${code}: ${output}`)); };
-    child.once('error', (error) => { clearTimeout(timer); reject(error); });
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(error.code === 'ENOENT'
+        ? new Error(`redis-server is required at ${REDIS_SERVER} for the release rate-limit tests. npm test installs it (scripts/ensure-test-dependencies.ts) when it runs as root or with passwordless sudo; otherwise run: sudo apt-get update && sudo apt-get install -y redis-server`)
+        : error);
+    });
     child.once('exit', exited);
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
