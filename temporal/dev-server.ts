@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { findFreePort, isPortFree, waitForPort } from '../shared/ports.js';
 import { noTemporalMessage, resolveTemporalCli } from './cli-binary.js';
+import { searchAttributeDefinitions, searchAttributeKeys, temporalCliTypeName } from './search-attributes.js';
 
 export interface DevServerHandle {
   address: string;
@@ -40,6 +41,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
         server: {
           ip: '127.0.0.1', port, namespace: options.namespace, ui: uiPort !== undefined, uiPort,
           dbFilename: options.dbFile, log: { format: 'json', level: 'warn' },
+          searchAttributes: Object.values(searchAttributeKeys),
         },
       });
       return { address: env.address, uiUrl, pid: null, stop: () => env.teardown() };
@@ -55,6 +57,8 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     '--log-level', 'warn', '--log-format', 'json',
     ...(uiPort ? ['--ui-port', String(uiPort), '--ui-ip', '127.0.0.1'] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    // Registered at every start (a no-op when a kept store already has them), so operators can filter by them.
+    ...searchAttributeDefinitions.flatMap(({ name, type }) => ['--search-attribute', `${name}=${temporalCliTypeName[type]}`]),
   ];
   // Own process group: a Ctrl-C in the terminal reaches us, and we stop the server after the
   // workers have drained, instead of the server vanishing under them.
@@ -90,7 +94,11 @@ async function waitUntilServing(address: string, namespace: string, timeoutMs = 
     for (;;) {
       try {
         await connection.workflowService.describeNamespace({ namespace });
-        return;
+        // The CLI registers the search attributes just after the frontend starts serving.
+        const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+        const missing = searchAttributeDefinitions.filter(({ name }) => !customAttributes?.[name]).map(({ name }) => name);
+        if (missing.length === 0) return;
+        throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
       } catch (error) {
         if (Date.now() > deadline) throw error;
         await new Promise((r) => setTimeout(r, 200));

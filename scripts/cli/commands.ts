@@ -110,6 +110,7 @@ export const commands: Record<string, Command> = {
     readFlags(flags, {});
     // Loaded on demand: the Temporal client (gRPC, protobufs) would double every other command's start time.
     const { connectTemporalClient } = await import('../../temporal/connection.js');
+    const { PLATFORM_TEAM_ID, workflowSearchAttributes } = await import('../../temporal/search-attributes.js');
     const temporal = await connectTemporalClient(ctx.temporalAddress(), ctx.config.TEMPORAL_NAMESPACE);
     try {
       const probeId = newId();
@@ -119,6 +120,9 @@ export const commands: Record<string, Command> = {
         workflowId: workflowIds.platformProbe(probeId),
         args: [{ probeId, note: 'cli doctor' }],
         workflowExecutionTimeout: '30 seconds',
+        // Operators list the service's own executions with WfTeamId = 'platform'.
+        typedSearchAttributes: workflowSearchAttributes({ teamId: PLATFORM_TEAM_ID, triggerSource: 'doctor' }),
+        staticSummary: 'Platform probe (cli doctor)',
       });
       return { ok: true, ...(result as object), roundTripMs: Date.now() - started };
     } catch (error) {

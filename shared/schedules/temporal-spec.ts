@@ -1,11 +1,16 @@
 import type { CalendarSpec, ScheduleOptions, ScheduleOverlapPolicy } from '@temporalio/client';
 import { DAYS_OF_WEEK, MONTHS } from '@temporalio/client';
 import { sha256Hex } from '../crypto.js';
+import { scheduledRunSummary, workflowSearchAttributes } from '../../temporal/search-attributes.js';
 import { parseCron, toRanges } from './cron.js';
 
-/** What Temporal needs of a schedule row; everything else is read from the row at fire time. */
+/**
+ * What Temporal needs of a schedule row; everything else is read from the row at fire time. Team,
+ * project, deployment and name only label the runs (search attributes and summary in the UI).
+ */
 export interface ScheduleRowForTemporal {
   id: string; cron_expression: string; timezone: string; enabled: boolean;
+  team_id: string; project_id: string; deployment_id: string | null; name: string;
 }
 
 /**
@@ -31,10 +36,21 @@ export function calendarsOf(cron: string, timezone: string): CalendarSpec[] {
   return [{ ...base, dayOfMonth, dayOfWeek: '*' }, { ...base, dayOfMonth: '*', dayOfWeek }];
 }
 
+/** Search attributes and summary of every scheduled-run workflow of a schedule: fired by Temporal or triggered by hand. */
+export function scheduledRunStartOptions(row: Pick<ScheduleRowForTemporal, 'team_id' | 'project_id' | 'deployment_id' | 'name'>) {
+  return {
+    typedSearchAttributes: workflowSearchAttributes({ teamId: row.team_id, projectId: row.project_id, deploymentId: row.deployment_id, triggerSource: 'schedule' }),
+    staticSummary: scheduledRunSummary(row.name),
+  };
+}
+
 /** The Temporal Schedule a row should have. `note` carries a fingerprint the reconciler compares. */
 export function desiredSchedule(row: ScheduleRowForTemporal, target: { scheduleId: string; workflowId: string; taskQueue: string }): ScheduleOptions {
   const spec = { calendars: calendarsOf(row.cron_expression, row.timezone), timezone: row.timezone };
-  const action = { type: 'startWorkflow' as const, workflowType: 'scheduledRunWorkflow', workflowId: target.workflowId, taskQueue: target.taskQueue, args: [{ scheduleId: row.id }] };
+  const action = {
+    type: 'startWorkflow' as const, workflowType: 'scheduledRunWorkflow', workflowId: target.workflowId, taskQueue: target.taskQueue, args: [{ scheduleId: row.id }],
+    ...scheduledRunStartOptions(row),
+  };
   const fingerprint = sha256Hex(JSON.stringify({ spec, action, policies: SCHEDULE_POLICIES })).slice(0, 16);
   return {
     scheduleId: target.scheduleId,

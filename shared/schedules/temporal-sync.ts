@@ -25,7 +25,7 @@ function optionsFor(row: ScheduleRowForTemporal, target: ScheduleSyncTarget) {
 }
 
 async function loadRow(db: Database, scheduleId: string) {
-  return db.selectFrom('schedules').select(['id', 'cron_expression', 'timezone', 'enabled', 'deleted_at'])
+  return db.selectFrom('schedules').select(['id', 'cron_expression', 'timezone', 'enabled', 'deleted_at', 'team_id', 'project_id', 'deployment_id', 'name'])
     .where('id', '=', scheduleId).executeTakeFirst();
 }
 

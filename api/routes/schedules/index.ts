@@ -9,6 +9,7 @@ import { syncSchedule } from '../../../shared/schedules/temporal-sync.js';
 import { newId } from '../../../shared/ids.js';
 import { taskQueueName } from '../../../temporal/task-queues.js';
 import { workflowIds } from '../../../temporal/workflow-ids.js';
+import { scheduledRunStartOptions } from '../../../shared/schedules/temporal-spec.js';
 import type { ScheduledRunOutcome } from '../../../shared/schedules/contracts.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -114,6 +115,7 @@ export const scheduleRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
       taskQueue: taskQueueName('appRuns', deps.config.TEMPORAL_TASK_QUEUE_SUFFIX),
       workflowId: workflowIds.manualScheduledRun(row.id, newId()),
       args: [{ scheduleId: row.id, manual: true }],
+      ...scheduledRunStartOptions(row),
     });
     if (outcome.success) return { success: true as const, result: outcome.result };
     return reply.code(500).send({ success: false as const, error: outcome.error });
