@@ -1,28 +1,21 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../../shared/config.js';
 import type { Database } from '../../shared/db/client.js';
-import { AppError } from '../../shared/errors.js';
 import { isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { PdfInputRequest, PdfInputResult } from '../../shared/app-runs/contracts.js';
 import { pdfSourceOf, plainPdfInput } from '../../shared/app-runs/evaluate.js';
 import { resolveClaims, storeClaim } from './claim-store.js';
-import { createFileStore, parseFileHandle, readFileBuffer, type FileStore } from '../../shared/storage/index.js';
+import { decodeBase64, readRunFile } from './run-files.js';
+import { createFileStore, parseFileHandle, type FileStore } from '../../shared/storage/index.js';
 
 export const PDF_INPUT_MAX_BYTES = 20 * 1024 * 1024;
 export const PDF_INPUT_MAX_PAGES = 500;
 
 const DATA_URI_PREFIX = 'data:application/pdf;base64,';
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const PDF_MAGIC = Buffer.from('%PDF-', 'latin1');
 
 /** A failure retrying cannot fix: the block fails with this message. */
 const refuse = (message: string, type = 'PdfInputRejected') => ApplicationFailure.nonRetryable(message, type);
-
-function decodeBase64(text: string): Buffer | null {
-  const compact = text.replace(/\s+/g, '');
-  if (compact.length === 0 || compact.length % 4 === 1 || !BASE64.test(compact)) return null;
-  return Buffer.from(compact, 'base64');
-}
 
 /** The text of every page (items joined with spaces, pages with blank lines); throws for bytes pdf.js cannot read. */
 export async function pdfToText(bytes: Uint8Array, maxPages = PDF_INPUT_MAX_PAGES): Promise<{ text: string; pages: number } | { tooManyPages: number }> {
@@ -58,17 +51,10 @@ export function createPdfInputActivities(deps: PdfInputDeps) {
   const loadBytes = async (input: PdfInputRequest & { value: string }, label: string): Promise<Buffer> => {
     const value = input.value.trim();
     if (parseFileHandle(value)) {
-      const run = await deps.db.selectFrom('runs')
-        .innerJoin('deployments', 'deployments.id', 'runs.deployment_id')
-        .select('deployments.project_id').where('runs.id', '=', input.runId).executeTakeFirst();
-      if (!run) throw refuse(`input ${label}: the run was not found`);
-      try {
-        return (await readFileBuffer(deps.db, store, value, run.project_id, { maxBytes: PDF_INPUT_MAX_BYTES })).bytes;
-      } catch (error) {
-        // 404 (missing, deleted, another project's file), 413 (too large): retrying changes nothing.
-        if (error instanceof AppError && error.status < 500) throw refuse(`input ${label}: ${error.message}`);
-        throw error;
-      }
+      const file = await readRunFile(deps.db, store, {
+        runId: input.runId, handle: value, maxBytes: PDF_INPUT_MAX_BYTES, label: `input ${label}`, failureType: 'PdfInputRejected',
+      });
+      return file.bytes;
     }
     const encoded = value.startsWith(DATA_URI_PREFIX) ? value.slice(DATA_URI_PREFIX.length) : value;
     const bytes = decodeBase64(encoded);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { blockTypes, inputValueTypes, referencesOf, resolveReference, type ApiSchemaField, type BlockType } from './graph.js';
+import { LLM_FILE_INPUT_TYPES, MAX_LLM_FILES } from './llm-files.js';
 
 // The zod schemas of the graph format (CONTRACTS.md): publish-time validation, the stored API
 // schema, and the run plan's config normalization. Kept out of workflow code (see graph.ts).
@@ -12,6 +13,8 @@ const blockConfigs = {
   llm: z.object({
     model: z.string().min(1), prompt: z.string(), system: z.string().optional(),
     temperature: z.number().min(0).max(2).optional(), maxTokens: z.number().int().positive().optional(), provider: z.string().optional(),
+    /** Input blocks (by id, or name) whose raw values go to the model as files: PDFs and images (docs/app-runs.md). */
+    files: z.array(z.string().min(1)).max(MAX_LLM_FILES).optional(),
   }),
   http: z.object({
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']), url: z.string().min(1),
@@ -90,6 +93,36 @@ export function validateGraph(graph: Graph): GraphProblem[] {
     for (const root of referencesOf(block)) {
       if (root !== '_trigger' && !resolveReference(graph, root)) problems.push({ blockId: block.id, message: `reference '${root}' names no block` });
     }
+    problems.push(...llmFileProblems(graph, block));
+  }
+  return problems;
+}
+
+/** An `llm` block's `files` as written (the config schema reports a shape that is not a list of names). */
+function rawLlmFiles(block: Block): unknown[] {
+  const files = block.type === 'llm' ? (block.config as { files?: unknown }).files : undefined;
+  return Array.isArray(files) ? files : [];
+}
+const llmFilesOf = (block: Block): string[] => rawLlmFiles(block).filter((f): f is string => typeof f === 'string' && f !== '');
+
+/** Each entry of an `llm` block's `files` names an `input` block of a file-like value type, once. */
+function llmFileProblems(graph: Graph, block: Block): GraphProblem[] {
+  const problems: GraphProblem[] = [];
+  const seen = new Set<string>();
+  for (const [index, name] of rawLlmFiles(block).entries()) {
+    if (typeof name !== 'string' || name === '') continue;
+    const at = `config.files.${index}`;
+    const target = resolveReference(graph, name);
+    if (!target || target.type !== 'input') {
+      problems.push({ blockId: block.id, message: target ? `${at}: '${name}' is not an input block (type ${target.type})` : `${at}: '${name}' names no block` });
+      continue;
+    }
+    const valueType = (target.config as { valueType?: unknown }).valueType;
+    if (typeof valueType === 'string' && !LLM_FILE_INPUT_TYPES.includes(valueType)) {
+      problems.push({ blockId: block.id, message: `${at}: input '${name}' has valueType '${valueType}'; files take ${LLM_FILE_INPUT_TYPES.join(', ')} inputs` });
+    }
+    if (seen.has(target.id)) problems.push({ blockId: block.id, message: `${at}: input '${name}' is listed twice` });
+    seen.add(target.id);
   }
   return problems;
 }
@@ -124,7 +157,7 @@ export function deriveApiSchema(graph: Graph): { inputs: ApiSchemaField[] } {
   const consumed = new Set<string>();
   for (const block of graph.blocks) {
     if (block.type === 'input') continue;
-    for (const root of referencesOf(block)) {
+    for (const root of [...referencesOf(block), ...llmFilesOf(block)]) {
       const target = resolveReference(graph, root);
       if (target?.type === 'input') consumed.add(target.id);
     }

@@ -17,12 +17,20 @@ export interface ChatCompletionResult {
   usage: LlmUsage | null;
 }
 
+/** A piece of the user message besides the prompt: a file or image passed natively, or a text in its place. */
+export type ChatContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string } }
+  | { type: 'file'; file: { filename: string; file_data: string } };
+
 export interface ChatCompletionOptions {
   /** e.g. `https://api.openai.com/v1`; `/chat/completions` is appended. */
   baseUrl: string;
   apiKey?: string;
   model: string;
   prompt: string;
+  /** Files (and hint texts) sent before the prompt in the user message; without any, its content is the prompt string. */
+  parts?: ChatContentPart[];
   system?: string;
   temperature?: number;
   maxTokens?: number;
@@ -153,7 +161,7 @@ export function chatCompletionsUrl(baseUrl: string): string {
 function requestBody(options: ChatCompletionOptions): Record<string, unknown> {
   const messages = [
     ...(options.system ? [{ role: 'system', content: options.system }] : []),
-    { role: 'user', content: options.prompt },
+    { role: 'user', content: options.parts?.length ? [...options.parts, { type: 'text', text: options.prompt }] : options.prompt },
   ];
   return {
     model: options.model,

@@ -56,6 +56,17 @@ export const siteSettingDefinitions = {
     }).partial(),
     defaults: { runBaseMilli: 10, llmPer1kTokensMilli: 20, llmModelPer1kTokensMilli: {} as Record<string, number> },
   },
+  /**
+   * Which models read PDFs an `llm` block passes natively (`files`, docs/app-runs.md): the first rule
+   * whose `model` glob (and `provider` glob, matched against the provider base URL's host name)
+   * matches decides; a model no rule matches gets a hint text in place of each PDF.
+   */
+  'llm_block.pdf_support': {
+    schema: z.array(z.object({ provider: z.string().min(1).optional(), model: z.string().min(1), pdf: z.boolean() }).strict()).max(200),
+    defaults: [
+      { model: 'gpt-4o*', pdf: true }, { model: 'gpt-4.1*', pdf: true }, { model: 'gpt-5*', pdf: true },
+    ] as Array<{ provider?: string; model: string; pdf: boolean }>,
+  },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
   CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },
 } as const;
