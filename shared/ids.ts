@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
-
-export const newId = (): string => randomUUID();
+// No Node import: handles and other pure shapes that workflow code reads import `isUuid` from here.
+export const newId = (): string => globalThis.crypto.randomUUID();
 
 /** URL-safe slug from a display name; a random suffix keeps it unique without a read-then-write race. */
 export function slugify(name: string): string {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import type { RunStatus } from '../db/types.js';
+import { memberTeamIds } from '../identity/team-access.js';
 
 // Kysely queries only, for the signed-in user's run list and details (GET /runs, GET /runs/:runId).
 // A user sees the runs recorded against (paid by) an active team they are a member of.
@@ -45,10 +46,7 @@ function runsOfUser(db: Database, userId: string) {
   return db.selectFrom('runs as r')
     .innerJoin('deployments as dp', 'dp.id', 'r.deployment_id')
     .innerJoin('documents as d', 'd.id', 'r.document_id')
-    .where('r.team_id', 'in', (eb) => eb.selectFrom('team_members as m')
-      .innerJoin('teams as t', 't.id', 'm.team_id')
-      .select('m.team_id')
-      .where('m.user_id', '=', userId).where('t.deleted_at', 'is', null))
+    .where('r.team_id', 'in', memberTeamIds(db, userId))
     .select([
       'r.id', 'r.deployment_id', 'r.document_id', 'r.team_id', 'r.trigger_source', 'r.status', 'r.error',
       'r.created_at', 'r.finished_at', 'dp.version_major', 'dp.version_minor', 'd.name as document_name',

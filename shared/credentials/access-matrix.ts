@@ -11,7 +11,11 @@ export interface AccessRule {
   xApiKey?: boolean;
   /** 403 text for a valid credential of a kind the group does not accept. */
   wrongKindMessage: string;
-  /** Run endpoints answer a credential of the wrong kind with 401, not 403 (spec §7.2). */
+  /**
+   * The run endpoints of spec §7.2 (deployment, document, cross-team, gateway) answer a credential of
+   * the wrong kind with 401 ("unsupported method"); every other row answers a valid credential of the
+   * wrong kind 403 (spec §5.4).
+   */
   wrongKindStatus?: 401 | 403;
   /** Replaces every 401 text of §5.4 for this group (run endpoints say only `Unauthorized`). */
   unauthorizedMessage?: string;
@@ -55,13 +59,13 @@ export const accessMatrix = {
   },
   /** The generic `/v1` workflow API: API keys only. */
   v1: {
-    accept: ['api-key'], xApiKey: true, wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
-    wrongKindMessage: 'Unauthorized: the /v1 API only accepts API keys',
+    accept: ['api-key'], xApiKey: true, unauthorizedMessage: 'Unauthorized',
+    wrongKindMessage: 'This endpoint only accepts API key authentication',
   },
   /** Reading or cancelling a run already started (resume a stream, cancel): the run's own kinds of caller. */
   runFollowUp: {
     accept: ['jwt', 'api-key', 'oauth', 'schedule'], xApiKey: true,
-    wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
+    wrongKindMessage: 'This endpoint does not accept agent tokens', unauthorizedMessage: 'Unauthorized',
   },
   /**
    * The release gateway (§4.1 `/r/...`) once it has decided the call needs a credential: API keys,
@@ -74,7 +78,7 @@ export const accessMatrix = {
     wrongKindMessage: 'Unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'Unauthorized',
   },
   /** Connectors: a signed-in person only. */
-  connectors: { accept: ['jwt'], wrongKindMessage: 'unauthorized', wrongKindStatus: 401, unauthorizedMessage: 'unauthorized' },
+  connectors: { accept: ['jwt'], wrongKindMessage: authMessages.jwtOnly, unauthorizedMessage: 'unauthorized' },
 } as const satisfies Record<string, AccessRule>;
 
 export type AccessRuleName = keyof typeof accessMatrix;

@@ -4,6 +4,7 @@ import { sha256Hex } from '../crypto.js';
 import { AppError, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { findActiveTeam } from '../identity/repository.js';
+import { isTeamMember } from '../identity/team-access.js';
 import { authMessages, type PrincipalOf } from './principal.js';
 import { generateToken } from './tokens.js';
 import { insertApiKey } from './repository.js';
@@ -16,9 +17,7 @@ export async function createApiKey(
   return db.transaction().execute(async (trx) => {
     const team = await findActiveTeam(trx, input.teamId);
     if (!team) throw notFound(`Team ${input.teamId}`);
-    const member = await trx.selectFrom('team_members').select('role')
-      .where('team_id', '=', input.teamId).where('user_id', '=', input.createdBy).executeTakeFirst();
-    if (!member) throw new AppError(403, 'not_a_member', `User ${input.createdBy} is not a member of team ${input.teamId}`);
+    if (!(await isTeamMember(trx, input.teamId, input.createdBy))) throw new AppError(403, 'not_a_member', `User ${input.createdBy} is not a member of team ${input.teamId}`);
     const token = generateToken('apiKey');
     const row = await insertApiKey(trx, {
       id: newId(), team_id: input.teamId, created_by: input.createdBy, name: input.name,

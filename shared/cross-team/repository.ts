@@ -28,13 +28,6 @@ export async function teamExists(db: Database, teamId: string): Promise<boolean>
   return !!await db.selectFrom('teams').select('id').where('id', '=', teamId).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
-/** The active teams `userId` is a member of, in any role. */
-export async function teamIdsOfUser(db: Database, userId: string): Promise<string[]> {
-  const rows = await db.selectFrom('team_members as m').innerJoin('teams as t', 't.id', 'm.team_id')
-    .select('m.team_id').where('m.user_id', '=', userId).where('t.deleted_at', 'is', null).execute();
-  return rows.map((r) => r.team_id);
-}
-
 /**
  * Live bindings (not revoked, document and both teams still there) with the names a listing shows
  * and the deployment a call would run by default: the pinned one, else the document's newest version.

@@ -24,6 +24,13 @@ export const upsertTeamMember = (db: Database, member: { team_id: string; user_i
     .returningAll()
     .executeTakeFirstOrThrow();
 
+/** A project that is not deleted, in a team that is not deleted, with the team's plan. */
+export const findActiveProject = (db: Database, projectId: string): Promise<{ id: string; team_id: string; plan_code: PlanCode } | undefined> =>
+  db.selectFrom('projects as p').innerJoin('teams as t', 't.id', 'p.team_id')
+    .select(['p.id', 'p.team_id', 't.plan_code'])
+    .where('p.id', '=', projectId).where('p.deleted_at', 'is', null).where('t.deleted_at', 'is', null)
+    .executeTakeFirst();
+
 export const findProjectBySlug = (db: Database, teamId: string, slug: string) =>
   db.selectFrom('projects').select('id').where('team_id', '=', teamId).where('slug', '=', slug).executeTakeFirst();
 

@@ -1,20 +1,12 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
-import type { PlanCode, ScheduleLogsTable, SchedulesTable } from '../db/types.js';
+import type { ScheduleLogsTable, SchedulesTable } from '../db/types.js';
 
 // Kysely queries only: access, quotas and mapping live in service.ts.
 
 export type ScheduleRow = Selectable<SchedulesTable>;
 export type ScheduleLogRow = Selectable<ScheduleLogsTable>;
-
-/** An active project in an active team, with the team's plan. */
-export async function findActiveProject(db: Database, projectId: string): Promise<{ id: string; team_id: string; plan_code: PlanCode } | undefined> {
-  return db.selectFrom('projects as p').innerJoin('teams as t', 't.id', 'p.team_id')
-    .select(['p.id', 'p.team_id', 't.plan_code'])
-    .where('p.id', '=', projectId).where('p.deleted_at', 'is', null).where('t.deleted_at', 'is', null)
-    .executeTakeFirst();
-}
 
 /** Serializes quota checks of one team (two creates cannot both take the last slot). */
 export async function lockTeam(db: Database, teamId: string): Promise<void> {

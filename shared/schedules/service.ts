@@ -5,7 +5,8 @@ import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import { CronError, isValidTimezone, parseCron, shortestInterval } from './cron.js';
-import { findTeamRole } from '../app-runs/documents/repository.js';
+import { findActiveProject } from '../identity/repository.js';
+import { memberRole } from '../identity/team-access.js';
 import * as repo from './repository.js';
 
 // Schedule rules of spec §4.3, §3.3 and §8.2: access, cron and timezone checks, plan quotas.
@@ -41,10 +42,10 @@ type Access = 'member' | 'admin';
 
 /** The project and the caller's access to it: 404 when it does not exist, 403 when the caller is not in its team. */
 async function requireProject(db: Database, caller: ScheduleCaller, projectId: string, needs: Access) {
-  const project = isUuid(projectId) ? await repo.findActiveProject(db, projectId) : undefined;
+  const project = isUuid(projectId) ? await findActiveProject(db, projectId) : undefined;
   if (!project) throw errors.projectMissing();
   if (caller.kind === 'api-key' && caller.teamId !== project.team_id) throw errors.noAccess();
-  const role = await findTeamRole(db, project.team_id, caller.userId);
+  const role = await memberRole(db, project.team_id, caller.userId);
   // A key of the project's team keeps member access after its creator left the team.
   const access: Access | null = role === 'owner' || role === 'admin' ? 'admin' : role === 'member' || caller.kind === 'api-key' ? 'member' : null;
   if (!access) throw errors.noAccess();

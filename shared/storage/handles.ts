@@ -11,7 +11,10 @@ export const formatFileHandle = (fileId: string): string => `${FILE_HANDLE_PREFI
 /**
  * The file id of a handle, or null when `text` is not one: exactly `wf-file:<uuid>` or
  * `storage://<uuid>` (scheme in lowercase, no whitespace, nothing after the id). The id is
- * returned in lowercase.
+ * returned in lowercase. File ids are minted by `newId` (a uuid, the `files.id` column type), so
+ * any other id names no file: the input limits count it as text, and the run engine does not read
+ * it as a PDF source. This is the one handle rule; it imports nothing with I/O, since workflow code
+ * reads it (shared/app-runs/evaluate.ts).
  */
 export function parseFileHandle(text: unknown): string | null {
   if (typeof text !== 'string' || text.length > 255) return null;
@@ -22,4 +25,4 @@ export function parseFileHandle(text: unknown): string | null {
 }
 
 /** Whether `text` is a well-formed file handle (it may still name no file). */
-export const isFileHandle = (text: unknown): text is string => parseFileHandle(text) !== null;
+export const isFileHandle = (text: unknown): boolean => parseFileHandle(text) !== null;

@@ -2,6 +2,8 @@ import type { Readable } from 'node:stream';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
+import { findActiveProject } from '../identity/repository.js';
+import { isTeamMember } from '../identity/team-access.js';
 import { storageKeyForFile, type FileStore } from './file-store.js';
 import { formatFileHandle, parseFileHandle } from './handles.js';
 import * as repo from './repository.js';
@@ -30,11 +32,11 @@ export const fileNotFound = () => new AppError(404, 'File not found', 'File not 
  * missing (or deleted) one.
  */
 export async function requireUploadProject(db: Database, caller: StorageCaller, projectId: string): Promise<{ id: string; teamId: string }> {
-  const project = isUuid(projectId) ? await repo.findActiveProject(db, projectId) : undefined;
+  const project = isUuid(projectId) ? await findActiveProject(db, projectId) : undefined;
   if (!project) throw projectNotFound();
   const allowed = caller.kind === 'api-key'
     ? caller.teamId === project.team_id
-    : await repo.isTeamMember(db, project.team_id, caller.userId);
+    : await isTeamMember(db, project.team_id, caller.userId);
   if (!allowed) throw projectNotFound();
   return { id: project.id, teamId: project.team_id };
 }

@@ -70,6 +70,22 @@ describe('resuming a run stream and cancelling a run', () => {
     expect(unknown.statusCode).toBe(404);
   });
 
+  it('a member of a team that has since been deleted sees 404 Run not found, like a stranger', async () => {
+    const tenant = await make.fundedTenant();
+    const { deploymentId: ownDeployment } = await publishDirect(stack.db, graph, { teamId: tenant.team.id });
+    const started = await stack.app.inject({ method: 'POST', url: `/api/released-app/${ownDeployment}/run`, headers: { authorization: `Bearer ${tenant.apiKey}` }, payload: { stream: false } });
+    const runId = started.json().runId as string;
+    const jwt = await make.jwt(tenant.owner.id);
+    const before = await stack.app.inject({ method: 'GET', url: `/api/runs/${runId}/events`, headers: { authorization: `Bearer ${jwt}` } });
+    expect(before.statusCode).toBe(200);
+    await stack.db.updateTable('teams').set({ deleted_at: new Date() }).where('id', '=', tenant.team.id).execute();
+    for (const [method, url] of [['GET', `/api/runs/${runId}/events`], ['POST', `/api/runs/${runId}/cancel`]] as const) {
+      const res = await stack.app.inject({ method, url, headers: { authorization: `Bearer ${jwt}` } });
+      expect(res.statusCode, `${method} ${url}`).toBe(404);
+      expect(res.json().error).toBe('Run not found');
+    }
+  });
+
   it('cancelling a run that has ended is 409 run_finished and changes nothing', async () => {
     const runId = await finishedRun();
     const before = await allEvents(runId);

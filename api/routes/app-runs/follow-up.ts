@@ -5,10 +5,11 @@ import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
 import type { Principal } from '../../../shared/credentials/principal.js';
 import type { Database } from '../../../shared/db/client.js';
+import { isTeamMember } from '../../../shared/identity/team-access.js';
 import { workflowIds } from '../../../temporal/workflow-ids.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
-import { eventFrame } from './frames.js';
+import { eventFrame } from './run-reply.js';
 
 /** A run is visible to its own team's credentials and to the user who started it; others get 404. */
 async function findVisibleRun(db: Database, runId: string, caller: Principal) {
@@ -21,8 +22,7 @@ async function canSeeRun(db: Database, run: { team_id: string; user_id: string |
   switch (caller.kind) {
     case 'api-key': case 'schedule': return caller.teamId === run.team_id;
     case 'oauth': return caller.userId === run.user_id;
-    case 'jwt': return Boolean(await db.selectFrom('team_members').select('user_id')
-      .where('team_id', '=', run.team_id).where('user_id', '=', caller.userId).executeTakeFirst());
+    case 'jwt': return isTeamMember(db, run.team_id, caller.userId);
     default: return false;
   }
 }

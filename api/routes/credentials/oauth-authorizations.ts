@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listOAuthAuthorizations, revokeOAuthAuthorization } from '../../../shared/credentials/oauth/service.js';
+import { listOAuthAuthorizations, revokeOAuthAuthorization } from '../../../shared/credentials/oauth/authorizations.js';
 import { AppError } from '../../../shared/errors.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';

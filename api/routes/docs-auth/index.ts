@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { findDocsSessionTokenExpiry } from '../../../shared/credentials/oauth/service.js';
+import { findDocsSessionTokenExpiry } from '../../../shared/credentials/oauth/docs-session.js';
 import { secondsUntil } from '../../../shared/credentials/oauth/rules.js';
 import { hasValidTokenShape } from '../../../shared/credentials/tokens.js';
 import type { AppDeps } from '../../deps.js';

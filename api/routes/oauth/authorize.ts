@@ -2,9 +2,8 @@ import formbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import {
-  approveAuthorization, checkAuthorizeRequest, OAuthError, type AuthorizeCheck,
-} from '../../../shared/credentials/oauth/service.js';
+import { approveAuthorization, checkAuthorizeRequest, type AuthorizeCheck } from '../../../shared/credentials/oauth/authorize.js';
+import { OAuthError } from '../../../shared/credentials/oauth/errors.js';
 import { consentCsrfToken, isValidConsentCsrfToken, mayAuthorizeApp, type AuthorizeParams } from '../../../shared/credentials/oauth/rules.js';
 import { findUserById } from '../../../shared/identity/repository.js';
 import type { AppDeps } from '../../deps.js';

@@ -1,24 +1,12 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Database } from '../../db/client.js';
-import type { DeploymentsTable, DocumentsTable, TeamRole } from '../../db/types.js';
+import type { DeploymentsTable, DocumentsTable } from '../../db/types.js';
 
 // Kysely queries only: access, versioning and mapping live in service.ts.
 
 export type DocumentRow = Selectable<DocumentsTable>;
-export type DeploymentRow = Selectable<DeploymentsTable>;
-
-/** An active project in an active team. */
-export async function findActiveProject(db: Database, projectId: string): Promise<{ id: string; team_id: string } | undefined> {
-  return db.selectFrom('projects as p').innerJoin('teams as t', 't.id', 'p.team_id')
-    .select(['p.id', 'p.team_id'])
-    .where('p.id', '=', projectId).where('p.deleted_at', 'is', null).where('t.deleted_at', 'is', null)
-    .executeTakeFirst();
-}
-
-export async function findTeamRole(db: Database, teamId: string, userId: string): Promise<TeamRole | undefined> {
-  const row = await db.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
-  return row?.role;
-}
+/** A whole deployments row, as publishing writes and lists it (the run path reads fewer columns: deployments.ts). */
+export type StoredDeployment = Selectable<DeploymentsTable>;
 
 /** An active document of an active project in an active team, with the team it belongs to. */
 export async function findActiveDocument(db: Database, documentId: string, options: { forUpdate?: boolean } = {}) {
@@ -51,12 +39,12 @@ export async function listAllVersions(db: Database, documentId: string): Promise
   return db.selectFrom('deployments').select(['version_major', 'version_minor']).where('document_id', '=', documentId).execute();
 }
 
-export async function insertDeployment(db: Database, values: Insertable<DeploymentsTable>): Promise<DeploymentRow> {
+export async function insertDeployment(db: Database, values: Insertable<DeploymentsTable>): Promise<StoredDeployment> {
   return db.insertInto('deployments').values(values).returningAll().executeTakeFirstOrThrow();
 }
 
 /** The document's active deployments, highest version first. */
-export async function listActiveDeployments(db: Database, documentId: string): Promise<DeploymentRow[]> {
+export async function listActiveDeployments(db: Database, documentId: string): Promise<StoredDeployment[]> {
   return db.selectFrom('deployments').selectAll()
     .where('document_id', '=', documentId).where('deleted_at', 'is', null)
     .orderBy('version_major', 'desc').orderBy('version_minor', 'desc').execute();

@@ -2,6 +2,8 @@ import type { Database } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
+import { findActiveProject } from '../../identity/repository.js';
+import { memberRole } from '../../identity/team-access.js';
 import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from '../graph-schema.js';
 import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../versions.js';
 import { upsertTriggerOnPublish } from '../../webhook-triggers/repository.js';
@@ -33,7 +35,7 @@ const toDocumentView = (row: repo.DocumentRow): DocumentView => ({
   createdAt: row.created_at.toISOString(), updatedAt: row.updated_at.toISOString(),
 });
 
-export const toDeploymentView = (row: repo.DeploymentRow): DeploymentView => ({
+export const toDeploymentView = (row: repo.StoredDeployment): DeploymentView => ({
   id: row.id, documentId: row.document_id, version: formatVersion(versionOfRow(row)), visibility: row.visibility,
   apiSchema: row.api_schema as DeploymentView['apiSchema'], createdAt: row.created_at.toISOString(),
 });
@@ -44,7 +46,7 @@ export type Access = 'none' | 'member' | 'admin';
 export async function accessToTeam(db: Database, teamId: string, caller: EditorCaller): Promise<Access> {
   if (caller.kind === 'operator') return 'admin';
   if (caller.kind === 'api-key' && caller.teamId !== teamId) return 'none';
-  const role = await repo.findTeamRole(db, teamId, caller.userId);
+  const role = await memberRole(db, teamId, caller.userId);
   if (role === 'owner' || role === 'admin') return 'admin';
   // A key of the project's team reads and edits even when its creator has since left the team.
   return role === 'member' || caller.kind === 'api-key' ? 'member' : 'none';
@@ -52,7 +54,7 @@ export async function accessToTeam(db: Database, teamId: string, caller: EditorC
 
 /** A project the caller may use; one it cannot see answers exactly like a missing one. */
 export async function requireProject(db: Database, caller: EditorCaller, projectId: string) {
-  const project = isUuid(projectId) ? await repo.findActiveProject(db, projectId) : undefined;
+  const project = isUuid(projectId) ? await findActiveProject(db, projectId) : undefined;
   if (!project || (await accessToTeam(db, project.team_id, caller)) === 'none') throw projectNotFound();
   return project;
 }

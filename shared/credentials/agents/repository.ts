@@ -3,15 +3,6 @@ import type { Database } from '../../db/client.js';
 
 // Kysely only: agents, their virtual users and their bindings (tokens).
 
-export const findTeamMembership = (db: Database, teamId: string, userId: string) =>
-  db.selectFrom('teams')
-    .innerJoin('team_members as m', 'm.team_id', 'teams.id')
-    .select(['teams.id', 'teams.owner_id', 'm.role'])
-    .where('teams.id', '=', teamId)
-    .where('teams.deleted_at', 'is', null)
-    .where('m.user_id', '=', userId)
-    .executeTakeFirst();
-
 export const insertAgentUser = (db: Database, user: { id: string; email: string; name: string; metadata: Record<string, unknown> }) =>
   db.insertInto('users')
     .values({ id: user.id, email: user.email, name: user.name, phone: null, is_agent: true, metadata: JSON.stringify(user.metadata) })

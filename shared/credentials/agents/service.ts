@@ -2,7 +2,7 @@ import type { Database } from '../../db/client.js';
 import { sha256Hex } from '../../crypto.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
-import { requireTeamRole } from '../../identity/team-access.js';
+import { isTeamMember, requireTeamRole } from '../../identity/team-access.js';
 import { generateToken } from '../tokens.js';
 import * as repo from './repository.js';
 
@@ -86,8 +86,7 @@ export async function issueAgentToken(
     const agent = isUuid(input.agentId) ? await repo.findActiveAgent(trx, input.agentId) : undefined;
     if (!agent || (input.teamId !== undefined && agent.team_id !== input.teamId)) throw agentErrors.agentNotFound();
     if (agent.team_id) {
-      const member = await repo.findTeamMembership(trx, agent.team_id, input.ownerUserId);
-      if (!member) throw new AppError(403, 'not_a_member', `User ${input.ownerUserId} is not a member of the agent's team ${agent.team_id}`);
+      if (!(await isTeamMember(trx, agent.team_id, input.ownerUserId))) throw new AppError(403, 'not_a_member', `User ${input.ownerUserId} is not a member of the agent's team ${agent.team_id}`);
     } else if (agent.created_by !== input.ownerUserId) {
       throw new AppError(403, 'Forbidden', 'Only its creator can issue tokens for a personal agent');
     }
