@@ -1,10 +1,12 @@
-import { sql } from 'kysely';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { appendRunEvents } from '../../shared/app-runs/event-log.js';
+import { insertRunEvents, listBlockChunks } from '../../shared/app-runs/run-events-repository.js';
 import {
-  LLM_IDLE_TIMEOUT_MS, LLM_REQUEST_TIMEOUT_MS, LlmError, streamChatCompletion, type LlmUsage,
+  LLM_IDLE_TIMEOUT_MS, LLM_REQUEST_TIMEOUT_MS, LlmError, streamChatCompletion, type ChatContentPart, type LlmUsage,
 } from '../../shared/app-runs/llm-client.js';
+import { modelReadsPdf } from '../../shared/app-runs/llm-files.js';
+import { createFileStore, type FileStore } from '../../shared/storage/index.js';
+import { llmFileParts } from './llm-files.js';
 import { SsrfBlockedError, InvalidUrlError, HostResolutionError, parseAllowList, vetUrl, type VettedTarget } from '../../shared/app-runs/ssrf-guard.js';
 import { chatCompletionsUrl } from '../../shared/app-runs/llm-client.js';
 import type { Claim } from '../../shared/app-runs/claims.js';
@@ -15,18 +17,22 @@ import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shar
 import { SealedSecretError, type SecretKeyRing } from '../../shared/secrets/key-ring.js';
 import { chargeLlmTokens } from '../../shared/billing/llm-charges.js';
 import { llmTokenCostMilli } from '../../shared/billing/pricing.js';
-import { countTokens } from '../../shared/app-runs/limits.js';
+import { countTokens } from '../../shared/app-runs/tokens.js';
 import { resolveSiteSetting } from '../../shared/site-settings/schemas.js';
 import { resolveIoRequest, storeClaim } from './claim-store.js';
 
 export interface LlmBlockDeps {
   db: Database;
-  config: { LLM_BASE_URL?: string; LLM_API_KEY?: string };
+  /** DATA_DIR: where uploaded files are (file handles in `files`), unless `store` is given. */
+  config: { LLM_BASE_URL?: string; LLM_API_KEY?: string; DATA_DIR?: string };
+  /** The uploaded files' store; defaults to the local-disk store under DATA_DIR/files. */
+  store?: FileStore;
   /** Opens the team provider keys of `team_llm_providers`. */
   secrets: SecretKeyRing;
   /**
    * `http_block.allow_hosts`: the SSRF guard's allow list, also for team provider URLs; and
-   * `billing.rules`, the token prices. Without it (some tests) the defaults apply.
+   * `billing.rules`, the token prices; `llm_block.pdf_support`, which models read PDFs. Without it
+   * (some tests) the defaults apply.
    */
   settings?: Pick<SiteSettingsCache, 'get'>;
   /** Production defaults; tests shorten them. */
@@ -102,12 +108,27 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
   const idleTimeoutMs = deps.options?.idleTimeoutMs ?? LLM_IDLE_TIMEOUT_MS;
   const flushIntervalMs = deps.options?.flushIntervalMs ?? 50;
   const flushBytes = deps.options?.flushBytes ?? 1024;
+  let store = deps.store;
+  const fileStore = (): FileStore => {
+    if (store) return store;
+    if (!config.DATA_DIR) throw ApplicationFailure.nonRetryable('file handles cannot be read: no file store is configured', 'LlmFileRejected');
+    return (store = createFileStore({ DATA_DIR: config.DATA_DIR }));
+  };
+
+  /** The block's files as content parts (none without `files`); a PDF only to a model `llm_block.pdf_support` says reads PDFs. */
+  async function filePartsFor(input: LlmBlockRequest, baseUrl: string): Promise<ChatContentPart[]> {
+    if (!input.files?.length) return [];
+    const rules = deps.settings ? await deps.settings.get('llm_block.pdf_support') : resolveSiteSetting('llm_block.pdf_support', undefined);
+    const readsPdf = modelReadsPdf(rules, { providerHost: providerHost(baseUrl), model: input.model });
+    return llmFileParts({ db, store: fileStore }, { runId: input.runId, files: input.files }, readsPdf);
+  }
 
   return {
     /** A claimed request is resolved first; a result over the claim threshold is returned as a claim (`output:<blockId>`). */
     async runLlmBlock(request: LlmBlockRequest | ClaimedIoRequest): Promise<LlmBlockResult | Claim> {
       const input = await resolveIoRequest(db, request);
       const provider = await providerFor(input);
+      const parts = await filePartsFor(input, provider.baseUrl);
       const context = activityContext();
       const heartbeat = () => { context?.heartbeat(); };
       // A retry finds the earlier attempts' chunks in the log: it streams on after them, or not at all.
@@ -123,6 +144,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
           pinnedTo: provider.pinnedTo,
           model: input.model,
           prompt: input.prompt,
+          parts,
           system: input.system,
           temperature: input.temperature,
           maxTokens: input.maxTokens,
@@ -145,7 +167,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
       }
       // Outside the try: a failed charge (the database) is retried like any activity failure, not
       // mistaken for the provider's. A retry calls the provider again but charges once (llm-charges.ts).
-      await chargeTokens(input, result, context);
+      await chargeTokens(input, result, context, parts);
       return await storeClaim(db, input.runId, `output:${input.blockId}`, result);
     },
   };
@@ -155,9 +177,9 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
    * usage when it reported one; otherwise our own count, logged as such, since the output keeps
    * `usage: null` (it says what the provider said).
    */
-  async function chargeTokens(input: LlmBlockRequest, result: LlmBlockResult, context: Context | undefined): Promise<void> {
+  async function chargeTokens(input: LlmBlockRequest, result: LlmBlockResult, context: Context | undefined, parts: ChatContentPart[]): Promise<void> {
     const reported = result.usage && isUsableUsage(result.usage) ? result.usage : null;
-    const usage = reported ?? countUsage(input, result.text);
+    const usage = reported ?? countUsage(input, result.text, parts);
     const rules = deps.settings ? await deps.settings.get('billing.rules') : resolveSiteSetting('billing.rules', undefined);
     const costMilli = llmTokenCostMilli(rules, input.model, usage);
     const { charged } = await chargeLlmTokens(db, { runId: input.runId, blockId: input.blockId, model: input.model, usage, costMilli });
@@ -180,14 +202,26 @@ function isUsableUsage(usage: LlmUsage): boolean {
 /**
  * Our count when the provider sent none: the text of the system and user messages and of the
  * completion (o200k_base), without the few tokens of chat framing a provider adds per message.
+ * Of the files only their hint texts count: a file's base64 is not prompt text (what a provider
+ * charges for a file is its own count, which we use whenever it reports one).
  */
-function countUsage(input: Pick<LlmBlockRequest, 'prompt' | 'system'>, completion: string): LlmUsage {
-  const promptTokens = countTokens(input.prompt) + (input.system ? countTokens(input.system) : 0);
+export function countUsage(input: Pick<LlmBlockRequest, 'prompt' | 'system'>, completion: string, parts: ChatContentPart[] = []): LlmUsage {
+  const partTokens = parts.reduce((sum, part) => sum + (part.type === 'text' ? countTokens(part.text) : 0), 0);
+  const promptTokens = countTokens(input.prompt) + (input.system ? countTokens(input.system) : 0) + partTokens;
   const completionTokens = countTokens(completion);
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
 export type LlmBlockActivities = ReturnType<typeof createLlmBlockActivities>;
+
+/** The host name `llm_block.pdf_support`'s `provider` globs are matched against ('' for a base URL that does not parse). */
+function providerHost(baseUrl: string): string {
+  try {
+    return new URL(baseUrl).hostname;
+  } catch {
+    return '';
+  }
+}
 
 /** The activity's Context, or undefined when called outside Temporal (tests, scripts). */
 function activityContext(): Context | undefined {
@@ -200,13 +234,11 @@ function activityContext(): Context | undefined {
 
 /** The block's chunks already in the run's log (earlier attempts): their text and the next free seq. */
 async function streamedChunks(db: Database, runId: string, blockId: string): Promise<{ text: string; nextSeq: number }> {
-  const rows = await db.selectFrom('run_events').select(['event_key', 'payload'])
-    .where('run_id', '=', runId).where('type', '=', 'block_chunk').where(sql<string>`payload->>'blockId'`, '=', blockId)
-    .orderBy('id').execute();
+  const chunks = await listBlockChunks(db, runId, blockId);
   const seqOf = (key: string) => Number(key.slice(key.lastIndexOf(':') + 1));
   return {
-    text: rows.map((row) => (row.payload as { delta: string }).delta).join(''),
-    nextSeq: rows.reduce((next, row) => Math.max(next, seqOf(row.event_key) + 1), 0),
+    text: chunks.map((chunk) => chunk.delta).join(''),
+    nextSeq: chunks.reduce((next, chunk) => Math.max(next, seqOf(chunk.key) + 1), 0),
   };
 }
 
@@ -300,7 +332,7 @@ export class ChunkWriter {
     const seq = this.seq++;
     this.pending = '';
     this.pendingBytes = 0;
-    this.inFlight = appendRunEvents(this.db, this.runId, [{
+    this.inFlight = insertRunEvents(this.db, this.runId, [{
       key: `${this.blockId}:chunk:${seq}`,
       event: { type: 'block_chunk', blockId: this.blockId, delta },
     }]).catch((error: unknown) => {

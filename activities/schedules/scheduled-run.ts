@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
-import type { StoredRunEvent } from '../../shared/app-runs/event-log.js';
 import { runResultOf } from '../../shared/app-runs/run-result.js';
-import { findLiveRunDeployment, recordRun } from '../../shared/app-runs/run-service.js';
+import { findLiveRunDeployment } from '../../shared/app-runs/deployments.js';
+import { findTerminalEvent } from '../../shared/app-runs/run-events-repository.js';
+import { admitRun, type AdmittedRun } from '../../shared/app-runs/run-service.js';
+import type { AppRunInput } from '../../shared/app-runs/contracts.js';
 import type { RunStatus, ScheduleLogStatus } from '../../shared/db/types.js';
 import { AppError } from '../../shared/errors.js';
 import { sha256Hex } from '../../shared/crypto.js';
@@ -35,36 +37,40 @@ export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps
       if (!schedule.deployment_id) return writeRefusal(request, schedule, 'task has no deployment');
       const deployment = await findLiveRunDeployment(db, schedule.deployment_id);
       if (!deployment) return writeRefusal(request, schedule, 'Deployment not found');
-      const maxTimeoutSeconds = await settings.get('run.max_timeout_seconds');
-      const timeoutSeconds = Math.min(schedule.timeout_ms / 1000, maxTimeoutSeconds);
       const inputs = schedule.trigger_config.inputs;
-      let runId: string;
+      let admitted: AdmittedRun;
       try {
-        ({ runId } = await recordRun({ db, settings }, {
-          deployment,
+        // The run path of every run (run-service.ts); this starter starts the workflow itself, as a child.
+        admitted = await admitRun({ db, settings }, {
+          target: { deployment },
           caller: { kind: 'schedule', scheduleId: schedule.id, teamId: schedule.team_id, deploymentId: deployment.id },
           inputs: typeof inputs === 'object' && inputs !== null && !Array.isArray(inputs) ? inputs as Record<string, unknown> : {},
-          trace: false, timeoutSeconds,
+          timeoutSeconds: schedule.timeout_ms / 1000,
           // A retried activity finds the run it already recorded instead of charging twice.
           idempotency: { key: request.attemptKey, requestHash: sha256Hex(request.attemptKey) },
-        }));
+        });
       } catch (error) {
-        if (error instanceof AppError && error.status < 500) return writeRefusal(request, schedule, error.message);
+        // A refusal is the attempt's outcome, in its log row; it would be the same on a retry.
+        if (error instanceof AppError) return writeRefusal(request, schedule, error.message);
         throw error;
       }
+      const { runId } = admitted;
+      // A retried activity gets the run its first try recorded (an idempotent replay): the child's input from its row.
+      const workflowInput: AppRunInput = admitted.workflowInput ?? {
+        runId, trace: false,
+        timeoutSeconds: (await db.selectFrom('runs').select('timeout_seconds').where('id', '=', runId).executeTakeFirstOrThrow()).timeout_seconds,
+      };
       await db.insertInto('schedule_logs').values({
         id: request.logId, schedule_id: schedule.id, project_id: schedule.project_id, run_id: runId, status: 'running',
         scheduled_at: request.scheduledAt, started_at: sql`now()` as never, result: JSON.stringify({ runId }),
       }).onConflict((oc) => oc.column('id').doNothing()).execute();
-      return { kind: 'started', runId, timeoutSeconds, maxRetries: request.manual ? 0 : schedule.max_retries };
+      return { kind: 'started', runId, timeoutSeconds: workflowInput.timeoutSeconds, workflowInput, ...(admitted.startOptions ? { startOptions: admitted.startOptions } : {}), maxRetries: request.manual ? 0 : schedule.max_retries };
     },
 
     /** Reads the run's outcome and closes its log row. */
     async finishScheduledRunAttempt(request: { logId: string; runId: string }): Promise<FinishedAttempt> {
       const run = await db.selectFrom('runs').select(['status', 'document_id', 'error']).where('id', '=', request.runId).executeTakeFirstOrThrow();
-      const terminal = await db.selectFrom('run_events').select(['id', 'type', 'payload'])
-        .where('run_id', '=', request.runId).where('type', 'in', ['run_complete', 'run_error'])
-        .orderBy('id', 'desc').limit(1).executeTakeFirst() as StoredRunEvent | undefined;
+      const terminal = await findTerminalEvent(db, request.runId);
       const result = runResultOf(request.runId, run.document_id, terminal);
       // A run still marked running here was ended by the workflow engine without its final write.
       const status = run.status === 'running' ? 'failed' : logStatusOf[run.status];

@@ -127,7 +127,16 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
   const noop = () => deps.temporal.client.workflow.execute('noopWorkflow', { taskQueue: floor.taskQueue, workflowId: `bench-noop-${randomUUID()}`, args: ['x'] });
   const noopThroughput = await throughputOf(noop, [{ name: 'bench process (client and worker)', pid: 'self' }, servers[0]!]);
   await floor.stop();
-  const throughput = await throughputOf(runJson(demoId), [{ name: 'bench process (callers, API and worker)', pid: 'self' }, ...servers]);
+  // Each run's latency under that load too: p99 against p50 shows whether some runs wait in an unfair queue.
+  const underLoad: number[] = [];
+  const timedRun = (fn: () => Promise<unknown>) => async () => {
+    const started = performance.now();
+    await fn();
+    underLoad.push(performance.now() - started);
+  };
+  const throughput = await throughputOf(timedRun(runJson(demoId)), [{ name: 'bench process (callers, API and worker)', pid: 'self' }, ...servers]);
+  // The warm-up round is left out: its first runs pay for the JIT and the caches.
+  const loaded = underLoad.slice(ROUND).sort((a, b) => a - b);
   const workerPid = await topology.splitWorker();
   const splitThroughput = await throughputOf(runJson(demoId), [{ name: 'bench process (callers and API)', pid: 'self' }, { name: 'worker', pid: workerPid }, ...servers]);
 
@@ -139,8 +148,9 @@ export async function benchRuns(deps: AppDeps, temporalAddress: string, topology
   return [
     `| demo app JSON p50 / p99 | ${ms(p50(demoTimes))} / ${ms(percentile(demoTimes, 0.99))} | floor: trivial workflow (one DB activity) p50 ${ms(p50(trivialWorkflow))} | ${(p50(demoTimes) / p50(trivialWorkflow)).toFixed(2)}× (goal ≤ 1.5×) |`,
     `| demo app NDJSON first byte p50 | ${ms(p50(ttfb))} | floor: bare Fastify POST route, same body, sampled alike, p50 ${ms(p50(bareTimes))} (back-to-back ${ms(p50(bareBackToBack))}) | ${(p50(ttfb) / p50(bareTimes)).toFixed(2)}× (goal ≤ 3×) |`,
-    `| per pure block | ${ms((p50(twentyOne) - p50(one)) / 20)} | (t(21-block chain) ${ms(p50(twentyOne))} − t(1-block) ${ms(p50(one))}) / 20 | goal ≤ 2 ms |`,
-    `| demo runs/s, 50 concurrent, median of 3 rounds of 300 | ${throughput.result.toFixed(0)} runs/s | ceiling: no-op workflow, 50 concurrent, ${noopThroughput.result.toFixed(0)} workflows/s | ${(throughput.result / noopThroughput.result).toFixed(2)}× of the ceiling (goal ≥ 100 runs/s) |`,
+    `| per pure block | ${ms((p50(twentyOne) - p50(one)) / 20)} | (t(21-block chain) ${ms(p50(twentyOne))} − t(1-block) ${ms(p50(one))}) / 20 | goal ≤ 1 ms |`,
+    `| demo runs/s, 50 concurrent, median of 3 rounds of 300 | ${throughput.result.toFixed(0)} runs/s | ceiling: no-op workflow, 50 concurrent, ${noopThroughput.result.toFixed(0)} workflows/s | ${(throughput.result / noopThroughput.result).toFixed(2)}× of the ceiling (goal ≥ 0.85×) |`,
+    `| demo latency at 50 concurrent, p50 / p99 | ${ms(p50(loaded))} / ${ms(percentile(loaded, 0.99))} | (the same runs) | p99 ${(percentile(loaded, 0.99) / p50(loaded)).toFixed(2)}× p50 (goal ≤ 2×) |`,
     `| demo runs/s, 50 concurrent, worker in a process of its own | ${splitThroughput.result.toFixed(0)} runs/s | (same ceiling) | ${(splitThroughput.result / noopThroughput.result).toFixed(2)}× of the ceiling |`,
     `| CPU per demo run, in-process worker | ${throughput.perOperation} | CPU per no-op workflow: ${noopThroughput.perOperation} | |`,
     `| CPU per demo run, worker split off | ${splitThroughput.perOperation} | | |`,

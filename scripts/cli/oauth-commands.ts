@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { displayNameSchema } from '../../shared/identity/schemas.js';
-import { createOAuthApp, issueTokensByOperator } from '../../shared/credentials/oauth/service.js';
+import { createOAuthApp } from '../../shared/credentials/oauth/apps.js';
+import { issueTokensByOperator } from '../../shared/credentials/oauth/operator.js';
 import { parseScope, REFRESH_TOKEN_TTL_SECONDS } from '../../shared/credentials/oauth/rules.js';
 import type { Command } from './commands.js';
 import { positiveIntFlag, readFlags, uuidFlag } from './flags.js';

@@ -4,6 +4,7 @@
 // other blocks' data. Values too large for workflow history travel as claims (claims.ts): a request
 // the workflow rendered, a result, a PDF input's value.
 
+import type { SearchAttributePair } from '@temporalio/common';
 import type { RunStatus } from '../db/types.js';
 import type { Claim } from './claims.js';
 import type { RunEvent, Session } from './events.js';
@@ -19,6 +20,9 @@ export interface AppRunInput {
   /** The graph and inputs, when the starter passed them (`inlineRunPlan`); otherwise `loadRunPlan` reads them. */
   plan?: RunPlan;
 }
+
+/** The start options every start of `appRunWorkflow` sets (client start or child): search attributes and summary. */
+export interface AppRunStartOptions { typedSearchAttributes: SearchAttributePair[]; staticSummary: string }
 
 export interface AppRunResult {
   runId: string;
@@ -64,7 +68,14 @@ export interface LlmBlockRequest {
   runId: string; blockId: string; model: string; prompt: string; system?: string; temperature?: number; maxTokens?: number;
   /** A team provider's name (docs/llm-providers.md); only the name crosses the workflow, never a URL or key. */
   provider?: string;
+  /**
+   * Inputs passed to the model as files (config `files`): only their names cross the workflow; the
+   * activity reads each raw value (a file handle, `data:` URI or base64; never a PDF's text) from the run's inputs.
+   */
+  files?: LlmFileInput[];
 }
+/** An `input` block an `llm` block passes natively: its value is `inputs[name] ?? inputs[blockId] ?? default`. */
+export interface LlmFileInput { blockId: string; name: string; default?: unknown }
 export interface LlmBlockResult { text: string; usage: { promptTokens: number; completionTokens: number; totalTokens: number } | null }
 
 /**

@@ -2,7 +2,8 @@ import { ActivityFailure } from '@temporalio/common';
 import jsonata from 'jsonata';
 import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from './graph.js';
 import { isClaim, type Claim } from './claims.js';
-import type { HttpBlockRequest, LlmBlockRequest } from './contracts.js';
+import { isFileHandle } from '../storage/handles.js';
+import type { HttpBlockRequest, LlmBlockRequest, LlmFileInput } from './contracts.js';
 
 // Pure evaluation of the blocks that run inside workflow code (input, template, condition,
 // transform, output). No I/O and no clocks: the same graph, inputs and outputs give the same result
@@ -177,7 +178,6 @@ export function inputValue(block: Block, inputs: Record<string, unknown>): unkno
   return inputs[block.name] ?? inputs[block.id] ?? config.default ?? null;
 }
 
-const FILE_HANDLE = /^(?:wf-file:|storage:\/\/)[0-9a-fA-F-]{36}$/;
 const PDF_DATA_URI = 'data:application/pdf;base64,';
 // base64 of the `%PDF-` header.
 const PDF_BASE64_MAGIC = 'JVBERi0';
@@ -208,7 +208,7 @@ export function pdfSourceOf(value: unknown): string | null {
     : value;
   if (typeof candidate !== 'string') return null;
   const text = candidate.trim();
-  return FILE_HANDLE.test(text) || text.startsWith(PDF_DATA_URI) || text.startsWith(PDF_BASE64_MAGIC) ? text : null;
+  return isFileHandle(text) || text.startsWith(PDF_DATA_URI) || text.startsWith(PDF_BASE64_MAGIC) ? text : null;
 }
 
 /** An `input` block of `valueType: 'pdf'` whose value is `{ _type: 'pdf', value: <text> }` outputs that text. */
@@ -273,6 +273,20 @@ export type IoBlockCall =
 
 const asText = (value: unknown): string => (typeof value === 'string' ? value : value === null || value === undefined ? '' : JSON.stringify(value));
 
+/**
+ * The input blocks an `llm` block's `files` name (by id, or by name for older documents). Only
+ * their names cross the workflow: the activity reads each raw value (not a PDF input's text) from
+ * the run's inputs, so no file enters workflow history.
+ */
+function llmFileInputs(names: string[], graph: Graph): LlmFileInput[] {
+  return names.map((name) => {
+    const target = resolveReference(graph, name);
+    if (target?.type !== 'input') throw new Error(`files: '${name}' names no input block`);
+    const fallback = configOf(target as Block & { type: 'input' }).default;
+    return { blockId: target.id, name: target.name, ...(fallback !== undefined ? { default: fallback } : {}) };
+  });
+}
+
 /** Renders an `llm` or `http` block's templates in workflow code; the activity gets plain values. */
 export function resolveIoBlock(block: Block, context: EvaluationContext): IoBlockCall {
   try {
@@ -286,6 +300,7 @@ export function resolveIoBlock(block: Block, context: EvaluationContext): IoBloc
           ...(c.temperature !== undefined ? { temperature: c.temperature } : {}),
           ...(c.maxTokens !== undefined ? { maxTokens: c.maxTokens } : {}),
           ...(c.provider !== undefined ? { provider: c.provider } : {}),
+          ...(c.files?.length ? { files: llmFileInputs(c.files, context.graph) } : {}),
         },
       };
     }

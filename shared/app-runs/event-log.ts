@@ -1,46 +1,7 @@
-import { sql, type RawBuilder } from 'kysely';
-import { executePrepared, type Database } from '../db/client.js';
+import type { Database } from '../db/client.js';
 import type { PgListener } from '../db/listener.js';
-import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEvent, type RunEventType } from './events.js';
-
-export interface StoredRunEvent { id: number; type: RunEventType; payload: Record<string, unknown> }
-
-/**
- * Events as rows `e(key, type, payload, ord)` for a FROM clause: `unnest` over three array
- * parameters, `ord` their position, so `ORDER BY e.ord` inserts them (and numbers their ids) in order.
- */
-export function eventRows(events: ReadonlyArray<{ key: string; event: RunEvent }>): RawBuilder<unknown> {
-  const keys: string[] = []; const types: string[] = []; const payloads: string[] = [];
-  for (const { key, event: { type, ...payload } } of events) {
-    keys.push(key); types.push(type); payloads.push(JSON.stringify(payload));
-  }
-  return sql`unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS e(key, type, payload, ord)`;
-}
-
-/**
- * Appends events idempotently (a retried writer re-sends the same keys, which are ignored) and
- * NOTIFYs `run_events` with the run id when something was appended; the notification is delivered
- * on commit. One statement: the rows are inserted in the order given, so their ids follow it.
- */
-export async function appendRunEvents(db: Database, runId: string, events: Array<{ key: string; event: RunEvent }>): Promise<void> {
-  if (events.length === 0) return;
-  await sql`
-    WITH appended AS (
-      INSERT INTO run_events (run_id, event_key, type, payload)
-      SELECT ${runId}::uuid, e.key, e.type, e.payload FROM ${eventRows(events)}
-      ORDER BY e.ord
-      ON CONFLICT (run_id, event_key) DO NOTHING
-      RETURNING 1
-    )
-    SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
-  `.execute(db);
-}
-
-export async function readRunEventsAfter(db: Database, runId: string, afterId: number): Promise<StoredRunEvent[]> {
-  const rows = await executePrepared(db, 'read_run_events_after', db.selectFrom('run_events').select(['id', 'type', 'payload'])
-    .where('run_id', '=', runId).where('id', '>', afterId).orderBy('id').limit(1000).compile());
-  return rows.map((r) => ({ id: r.id, type: r.type as RunEventType, payload: r.payload as Record<string, unknown> }));
-}
+import { RUN_EVENTS_CHANNEL, terminalEventTypes } from './events.js';
+import { readRunEventsAfter, type StoredRunEvent } from './run-events-repository.js';
 
 /**
  * Streams a run's events from the table: everything after `afterId`, then whatever arrives, until

@@ -21,7 +21,7 @@ export type RunEvent =
   | { type: 'block_end'; blockId: string }
   | { type: 'block_error'; blockId: string; error: string }
   | { type: 'run_complete'; runId: string; sessions: Session[]; completedBlocks: number; duration: number; globalCtx?: Record<string, unknown> }
-  | { type: 'run_error'; runId: string; error: string; executionStatus: string };
+  | { type: 'run_error'; runId: string; error: string; executionStatus: string; sessions?: Session[] };
 
 export type RunEventType = RunEvent['type'];
 export const terminalEventTypes: ReadonlySet<RunEventType> = new Set(['run_complete', 'run_error']);

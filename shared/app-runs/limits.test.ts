@@ -1,10 +1,8 @@
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../errors.js';
 import { siteSettingDefinitions } from '../site-settings/schemas.js';
-import {
-  checkBodySize, checkInputLimits, inlineBase64DecodedBytes, isFileHandle, ResponseBudget, type InputLimits,
-} from './limits.js';
+import { checkBodySize, checkInputLimits, inlineBase64DecodedBytes, type InputLimits } from './limits.js';
+import { countTokens } from './tokens.js';
 
 const D: InputLimits = siteSettingDefinitions['run.input_limit'].defaults;
 /** Defaults with tokenization out of the way (tokens ≤ bytes ≤ maxTextTokens). */
@@ -56,7 +54,7 @@ describe('checkInputLimits: passes', () => {
     expect(() => checkInputLimits({
       question: 'What is in this document?',
       n: 3, flag: true, none: null, list: [1, 'two', { three: 3 }],
-      doc: { _type: 'pdf', value: 'wf-file:f_123-abc' },
+      doc: { _type: 'pdf', value: 'wf-file:0190a5c4-7e2a-7b1e-9c3d-1234567890ab' },
       _trigger: { source: 'api', triggered_at: '2026-01-01T00:00:00.000Z' },
     }, D)).not.toThrow();
   });
@@ -121,23 +119,19 @@ describe('field size (input_field_too_large)', () => {
   });
 });
 
+// What a handle is: shared/storage/handles.test.ts. Here: that handles are exempt and look-alikes are not.
 describe('file handles', () => {
   const limits = { ...noTokens, maxFieldBytes: 20, maxTextBytes: 20 };
-  it('recognises short, well-formed handles only', () => {
-    expect(isFileHandle('wf-file:abc_DEF-123')).toBe(true);
-    expect(isFileHandle('storage://abc')).toBe(true);
-    expect(isFileHandle('wf-file:' + 'a'.repeat(247))).toBe(true); // 255 characters
-    expect(isFileHandle('wf-file:' + 'a'.repeat(248))).toBe(false); // 256 characters
-    for (const bad of ['wf-file:', 'wf-file:a b', 'wf-file:a/b', 'storage:abc', 'WF-FILE:abc', 'http://abc', 's3://abc', ' wf-file:a']) {
-      expect(isFileHandle(bad)).toBe(false);
-    }
-  });
+  const uuid = (digit: string) => `${digit.repeat(8)}-${digit.repeat(4)}-4${digit.repeat(3)}-8${digit.repeat(3)}-${digit.repeat(12)}`;
   it('do not count toward field or aggregate limits, anywhere in the value', () => {
     expect(() => checkInputLimits({
-      doc: { _type: 'pdf', value: 'wf-file:' + 'a'.repeat(200) },
-      files: ['storage://' + 'b'.repeat(200), 'wf-file:' + 'c'.repeat(200)],
-    }, { ...limits, maxFieldBytes: 200 })).not.toThrow();
-    expect(() => checkInputLimits({ f: 'wf-file:' + 'a'.repeat(247) }, limits)).not.toThrow();
+      doc: { _type: 'pdf', value: `wf-file:${uuid('a')}` },
+      files: [`storage://${uuid('b')}`, `wf-file:${uuid('C')}`],
+    }, { ...limits, maxFieldBytes: 60 })).not.toThrow(); // {"_type":"pdf","value":""} and ["",""] with the handles emptied
+    expect(() => checkInputLimits({ f: `wf-file:${uuid('d')}` }, limits)).not.toThrow();
+  });
+  it('a handle whose id is not a uuid (no file can have it) counts as text', () => {
+    expectViolation({ f: 'wf-file:abc_DEF-123' }, limits, { error: 'input_field_too_large', field: 'inputs.f', actual: 21, limit: 20 });
   });
   it('a 300-character fake handle counts as text', () => {
     const fake = 'wf-file:' + 'a'.repeat(292);
@@ -217,14 +211,6 @@ describe('aggregate text bytes (prompt_too_large_bytes)', () => {
 });
 
 describe('aggregate tokens (prompt_too_large_tokens)', () => {
-  it('tokens ≤ UTF-8 bytes holds (the skip relies on it); tokens ≤ characters does not', () => {
-    const samples = ['hello world', 'ꙮꙮꙮ', 'ඞ', '𠀀𠀁', '😀🧿🧑‍🚀', '日本語のテキスト', 'Ünïcödé', '\u{10FFFF}', '\u0000\u0001\t',
-      '<|endoftext|>', Buffer.from(Array.from({ length: 2000 }, (_, i) => (i * 7919) % 256)).toString('latin1')];
-    for (const s of samples) {
-      expect(countTokens(s, { disallowedSpecial: new Set() })).toBeLessThanOrEqual(Buffer.byteLength(s));
-    }
-    expect(countTokens('ꙮꙮꙮ')).toBeGreaterThan('ꙮꙮꙮ'.length);
-  });
   it('counts real tokens over all text inputs: at the limit passes, one over fails', () => {
     const words = (n: number) => 'hello' + ' hello'.repeat(n - 1);
     expect(countTokens(words(600))).toBe(600);
@@ -239,22 +225,10 @@ describe('aggregate tokens (prompt_too_large_tokens)', () => {
     expect(err.error).toBe('prompt_too_large_tokens');
     expect(err.extra).toEqual({ field: 'inputs.a', actual: 1001, limit: 1000 });
   });
-  it('a 1 MB word (one letter repeated) is counted in well under a second, not minutes', () => {
-    const limits = { ...D, maxTextTokens: 100_000 };
-    const started = performance.now();
-    expect(violation({ a: 'y'.repeat(1_000_000) }, limits).error).toBe('prompt_too_large_tokens');
-    expect(() => checkInputLimits({ a: 'y'.repeat(300_000) }, { ...D, maxTextTokens: 200_000 })).not.toThrow();
-    expect(performance.now() - started).toBeLessThan(2000);
-  });
-
-  it('reads special-token text as plain text instead of throwing', () => {
-    const limits = { ...D, maxTextTokens: 10 };
-    expect(violation({ a: '<|endoftext|>'.repeat(5) }, limits).error).toBe('prompt_too_large_tokens');
-  });
   it('does not tokenize handles, data URIs or _trigger', () => {
     const limits = { ...D, maxTextTokens: 5, maxTextBytes: 5 };
     expect(() => checkInputLimits({
-      f: 'wf-file:abcdefghijklmnop', d: dataUri(100), _trigger: 'many many many words here',
+      f: 'storage://3f2b8c1e-9a4d-4e5f-8b6a-1c2d3e4f5a6b', d: dataUri(100), _trigger: 'many many many words here',
     }, limits)).not.toThrow();
   });
   it('default boundary: 200,000 tokens pass, 200,001 fail', () => {
@@ -315,38 +289,5 @@ describe('checkBodySize (request_body_too_large)', () => {
       expect([e.status, e.error, e.extra]).toEqual([413, 'request_body_too_large', { actual: 4_194_305, limit: 4_194_304 }]);
     }
     expect(() => checkBodySize(101, { maxBodyBytes: 100 })).toThrow(AppError);
-  });
-});
-
-describe('ResponseBudget', () => {
-  it('allows exactly maxBytes and fails once exceeded, remembering the first excess', () => {
-    const budget = new ResponseBudget(100);
-    expect(budget.add(60)).toBe(true);
-    expect(budget.add(40)).toBe(true);
-    expect(budget.exceeded).toBe(false);
-    expect(budget.actualBytes).toBeNull();
-    expect(budget.add(0)).toBe(true);
-    expect(budget.add(5)).toBe(false);
-    expect(budget.exceeded).toBe(true);
-    expect(budget.actualBytes).toBe(105);
-    expect(budget.add(1000)).toBe(false);
-    expect(budget.actualBytes).toBe(105);
-    expect(budget.usedBytes).toBe(105);
-  });
-  it('a single oversized piece exceeds at once', () => {
-    const budget = new ResponseBudget(8_388_608);
-    expect(budget.add(8_388_609)).toBe(false);
-    expect(budget.actualBytes).toBe(8_388_609);
-  });
-  it('renders the §7.2 body', () => {
-    const budget = new ResponseBudget(siteSettingDefinitions['run.response_limit'].defaults.maxBytes);
-    budget.add(9_000_000);
-    const body = budget.tooLargeBody('run-1');
-    expect(body).toEqual({
-      runId: 'run-1', error: 'response_too_large', message: expect.any(String),
-      actualBytes: 9_000_000, limitBytes: 8_388_608, executionStatus: 'response_too_large', hint: expect.any(String),
-    });
-    expect(body.hint).toMatch(/stream/);
-    expect(body.hint).toContain('run.response_limit');
   });
 });

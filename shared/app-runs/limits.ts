@@ -22,9 +22,9 @@
  *   without decoding. A `data:` string that does not match this shape is ordinary text.
  * - Text bytes: UTF-8 bytes of every string value (not keys) that is neither a file handle nor an
  *   inline data URI, summed over all inputs. Bare base64 counts here (and in the field size).
- * - Tokens: the same strings, each tokenized separately with o200k_base (gpt-tokenizer), special
- *   tokens read as plain text. Bare base64 that starts with a known file magic (PDF, PNG, JPEG,
- *   GIF, WebP: it is converted or passed as a file, never read as text, §4.1) is not tokenized.
+ * - Tokens: the same strings, each counted separately by `countTokens` (tokens.ts). Bare base64
+ *   that starts with a known file magic (PDF, PNG, JPEG, GIF, WebP: it is converted or passed as a
+ *   file, never read as text, §4.1) is not tokenized.
  *   Byte-level BPE gives every token at least one byte, so tokens ≤ UTF-8 bytes: when the text
  *   bytes are at most `maxTextTokens` tokenization is skipped. (Tokens ≤ characters is NOT true:
  *   'ꙮ' is one UTF-16 unit and three tokens.) Counting stops once the limit is crossed, so
@@ -32,11 +32,12 @@
  *
  * For the aggregate dimensions (nodes, text bytes, tokens) `field` names the top-level key, in
  * key order, at which the running total first went over the limit.
- * File handles: `wf-file:<id>` or `storage://<id>`, id `[A-Za-z0-9_-]+`, under 256 characters;
- * anything else (longer, malformed) is text.
+ * File handles are what `isFileHandle` (shared/storage/handles.ts) accepts: `wf-file:<uuid>` or
+ * `storage://<uuid>`, so always under 256 characters; anything else (longer, malformed) is text.
  */
-import { encodeGenerator } from 'gpt-tokenizer/encoding/o200k_base';
 import { AppError } from '../errors.js';
+import { isFileHandle } from '../storage/handles.js';
+import { countTokens } from './tokens.js';
 
 /** The resolved `run.input_limit` setting. */
 export interface InputLimits {
@@ -57,31 +58,14 @@ export type InputLimitErrorCode =
   | 'prompt_too_large_bytes'
   | 'prompt_too_large_tokens';
 
-/** §7.2 JSON body of 413 `response_too_large`. */
-export interface ResponseTooLargeBody {
-  runId: string;
-  error: 'response_too_large';
-  message: string;
-  actualBytes: number;
-  limitBytes: number;
-  executionStatus: 'response_too_large';
-  hint: string;
-}
-
 /** The key the server owns (§4.1); never measured. */
 export const TRIGGER_INPUT_KEY = '_trigger';
 
-const MAX_HANDLE_LENGTH = 255;
-const FILE_HANDLE = /^(?:wf-file:|storage:\/\/)[A-Za-z0-9_-]+$/;
 /** Header is ASCII without quotes/backslashes; the payload alphabet needs no JSON escaping. */
 const DATA_URI = /^data:[\x21\x23-\x2b\x2d-\x5b\x5d-\x7e]*;base64,([A-Za-z0-9+/_-]*)(={0,2})$/i;
 const BASE64_TEXT = /^[A-Za-z0-9+/]+={0,2}$/;
 /** Base64 of file magic numbers: %PDF-, PNG, JPEG, GIF8, RIFF (WebP). */
 const BINARY_MAGIC_PREFIXES = ['JVBERi0', 'iVBORw0KGgo', '/9j/', 'R0lGOD', 'UklGR'];
-/** Read `<|endoftext|>` and friends as ordinary text instead of throwing. */
-const TOKENIZE_OPTIONS = { disallowedSpecial: new Set<string>() };
-
-export const isFileHandle = (s: string): boolean => s.length <= MAX_HANDLE_LENGTH && FILE_HANDLE.test(s);
 
 /** Decoded byte size of an inline `data:…;base64,…` string, or null if it is not one. */
 export function inlineBase64DecodedBytes(s: string): number | null {
@@ -233,48 +217,14 @@ export function checkInputLimits(inputs: Record<string, unknown>, limits: InputL
   for (const f of fields) {
     for (const text of f.texts) {
       if (!text.tokenize) continue;
-      for (const chunk of encodePieces(text.value)) {
-        tokens += chunk.length;
-        if (tokens > limits.maxTextTokens) {
-          throw limitError('prompt_too_large_tokens',
-            `Text inputs exceed ${limits.maxTextTokens} tokens (counted at least ${tokens} before stopping)`,
-            f.key, tokens, limits.maxTextTokens);
-        }
+      tokens += countTokens(text.value, { stopAbove: limits.maxTextTokens - tokens });
+      if (tokens > limits.maxTextTokens) {
+        throw limitError('prompt_too_large_tokens',
+          `Text inputs exceed ${limits.maxTextTokens} tokens (counted at least ${tokens} before stopping)`,
+          f.key, tokens, limits.maxTextTokens);
       }
     }
   }
-}
-
-/**
- * Tokens of `text` as the input limits count them (o200k_base, special tokens as plain text, long
- * words sliced): also the fallback count for pricing an `llm` block whose provider reported no usage.
- */
-export function countTokens(text: string): number {
-  let tokens = 0;
-  for (const chunk of encodePieces(text)) tokens += chunk.length;
-  return tokens;
-}
-
-/** Longest run of non-space characters encoded as one piece (see encodePieces). */
-const MAX_WORD_CHARS = 256;
-const LONG_WORD = new RegExp(`\\S{${MAX_WORD_CHARS + 1},}`, 'g');
-
-/**
- * Token chunks of `text`, with every run of more than 256 non-space characters encoded in
- * 256-character slices. BPE merges within one pre-token cost time quadratic in its length, so a
- * 1 MB word (one letter repeated) would block the event loop for minutes; sliced, it counts in
- * milliseconds and over-counts by at most one token per slice. Ordinary text is encoded unchanged.
- */
-function* encodePieces(text: string): Generator<number[]> {
-  let from = 0;
-  for (const match of text.matchAll(LONG_WORD)) {
-    if (match.index > from) yield* encodeGenerator(text.slice(from, match.index), TOKENIZE_OPTIONS);
-    for (let i = 0; i < match[0].length; i += MAX_WORD_CHARS) {
-      yield* encodeGenerator(match[0].slice(i, i + MAX_WORD_CHARS), TOKENIZE_OPTIONS);
-    }
-    from = match.index + match[0].length;
-  }
-  if (from < text.length) yield* encodeGenerator(text.slice(from), TOKENIZE_OPTIONS);
 }
 
 /** §8.1 total request body: 413 `request_body_too_large`. A non-finite length is not checked. */
@@ -283,51 +233,5 @@ export function checkBodySize(contentLength: number, limits: Pick<InputLimits, '
     throw new AppError(413, 'request_body_too_large',
       `Request body is ${contentLength} bytes; the limit is ${limits.maxBodyBytes} bytes`,
       { actual: contentLength, limit: limits.maxBodyBytes });
-  }
-}
-
-/**
- * The JSON-mode response cap (`run.response_limit`). Feed it the byte size of each piece of the
- * response as it is built; once the total goes over `maxBytes`, `add` returns false (and keeps
- * returning false), and `actualBytes` is the total at that moment: a lower bound of the full size,
- * since the caller stops building the response there. Exactly `maxBytes` is allowed.
- */
-export class ResponseBudget {
-  private total = 0;
-  private exceededAt: number | null = null;
-
-  constructor(readonly maxBytes: number) {}
-
-  add(bytes: number): boolean {
-    if (this.exceededAt !== null) return false;
-    this.total += bytes;
-    if (this.total > this.maxBytes) {
-      this.exceededAt = this.total;
-      return false;
-    }
-    return true;
-  }
-
-  get exceeded(): boolean { return this.exceededAt !== null; }
-
-  /** Bytes counted so far (frozen at the first excess). */
-  get usedBytes(): number { return this.total; }
-
-  /** The total when the budget was first exceeded (a lower bound), or null while within budget. */
-  get actualBytes(): number | null { return this.exceededAt; }
-
-  /** §7.2 body for 413 `response_too_large`. */
-  tooLargeBody(runId: string): ResponseTooLargeBody {
-    const actualBytes = this.exceededAt ?? this.total;
-    return {
-      runId,
-      error: 'response_too_large',
-      message: `The run's response is at least ${actualBytes} bytes, over the limit of ${this.maxBytes} bytes`,
-      actualBytes,
-      limitBytes: this.maxBytes,
-      executionStatus: 'response_too_large',
-      hint: 'Run in streaming mode (stream: true, NDJSON or SSE) to receive large outputs, '
-        + 'or ask an administrator to raise the site setting run.response_limit.',
-    };
   }
 }

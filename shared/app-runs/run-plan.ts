@@ -29,15 +29,17 @@ async function runnableGraph(db: Database, deploymentId: string): Promise<Graph 
 }
 
 /**
- * The plan of a run just recorded, to pass as the workflow's argument: it saves the workflow a
- * local activity (`loadRunPlan`) and an activation. History holds the plan either way (as the
- * argument, or as that activity's result). Null when the plan's JSON is over the claim threshold (the
- * workflow then loads it: `loadRunPlan` stores large inputs as claims) or the
- * snapshot does not validate (the workflow's own load fails the run, as it always did).
+ * A run's plan as the starter knows it (run-service.ts): the published graph, parsed once per
+ * deployment (null when the snapshot does not validate: the run is refused before it is recorded),
+ * and the plan to pass as the workflow's argument, which saves the workflow a local activity
+ * (`loadRunPlan`) and an activation. History holds the plan either way (as the argument, or as that
+ * activity's result), so a plan whose JSON is over the claim threshold is not inlined: the workflow
+ * loads it, and `loadRunPlan` stores its large inputs as claims.
  */
-export async function inlineRunPlan(db: Database, run: { deploymentId: string; documentId: string; inputs: Record<string, unknown> }): Promise<RunPlan | null> {
-  const graph = await runnableGraph(db, run.deploymentId);
-  if (!graph) return null;
-  const plan: RunPlan = { documentId: run.documentId, graph, inputs: run.inputs };
-  return exceedsClaimThreshold(plan) ? null : plan;
-}
+export const planForRun = {
+  graph: runnableGraph,
+  inline(graph: Graph, documentId: string, inputs: Record<string, unknown>): RunPlan | null {
+    const plan: RunPlan = { documentId, graph, inputs };
+    return exceedsClaimThreshold(plan) ? null : plan;
+  },
+};

@@ -1,4 +1,4 @@
-import type { StoredRunEvent } from './event-log.js';
+import type { StoredRunEvent } from './run-events-repository.js';
 
 export interface RunResult {
   runId: string; documentId: string; sessions: unknown; duration: unknown; status: string; timedOut: boolean;
@@ -15,5 +15,7 @@ export function runResultOf(runId: string, documentId: string, terminal: StoredR
     return { runId, documentId, sessions: p.sessions, duration: p.duration, status: 'completed', timedOut: false, ...(p.globalCtx ? { globalCtx: p.globalCtx } : {}) };
   }
   const status = typeof p.executionStatus === 'string' ? p.executionStatus : 'failed';
-  return { runId, documentId, sessions: [], duration: null, status, timedOut: status === 'timed_out', error: p.error ?? 'The run did not complete' };
+  // A failed run's run_error carries the sessions of the blocks that ran (spec §2.20).
+  const sessions = Array.isArray(p.sessions) ? p.sessions : [];
+  return { runId, documentId, sessions, duration: null, status, timedOut: status === 'timed_out', error: p.error ?? 'The run did not complete' };
 }

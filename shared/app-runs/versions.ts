@@ -1,4 +1,3 @@
-import { AppError } from '../errors.js';
 
 // Deployment versions are `MAJOR.MINOR` (spec §9). Pure code: the editor API, the CLI and the run
 // endpoints share it, and a workflow may import it.
@@ -54,14 +53,13 @@ export function parseVersionRequest(requested: string | null | undefined): Versi
 
 /**
  * Picks the deployment a run request names (spec §4.1 `version`, §9) among a document's active
- * deployments (the caller leaves out deleted ones). Returns null when no deployment matches;
- * throws 400 `invalid_version` when `requested` is not `MAJOR.MINOR`, `^MAJOR.MINOR` or omitted.
+ * deployments (the caller leaves out deleted ones). Returns null when no deployment matches,
+ * and when `requested` is not `MAJOR.MINOR`, `^MAJOR.MINOR`, `latest` or omitted: every caller
+ * answers a version that names nothing with the same 404 (spec §7.2 `Deployment not found`).
  */
 export function resolveDeploymentVersion<T extends VersionedRow>(deployments: readonly T[], requested: string | null | undefined): T | null {
   const request = parseVersionRequest(requested);
-  if (!request) {
-    throw new AppError(400, 'invalid_version', `version '${requested}' is not MAJOR.MINOR, ^MAJOR.MINOR or omitted`);
-  }
+  if (!request) return null;
   const candidates = deployments.filter((d) => {
     const v = versionOfRow(d);
     switch (request.kind) {

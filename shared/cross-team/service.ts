@@ -1,10 +1,11 @@
-import { findRunDeployment, type CrossTeamRunCaller, type DeploymentRow } from '../app-runs/run-service.js';
+import { findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
+import type { CrossTeamRunCaller } from '../app-runs/run-access.js';
 import { resolveDeploymentVersion } from '../app-runs/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { AppError } from '../errors.js';
-import { requireTeamRole } from '../identity/team-access.js';
+import { memberTeamIds, requireTeamRole } from '../identity/team-access.js';
 import { isUuid, newId } from '../ids.js';
 import * as repo from './repository.js';
 
@@ -68,7 +69,8 @@ export async function revokeBinding(db: Database, userId: string, ownerTeamId: s
 
 /** The teams a caller acts for: the key's or schedule's team, or every team of an OAuth user. */
 async function granteeTeamsOf(db: Database, principal: CrossTeamPrincipal): Promise<string[]> {
-  return principal.kind === 'oauth' ? repo.teamIdsOfUser(db, principal.userId) : [principal.teamId];
+  if (principal.kind !== 'oauth') return [principal.teamId];
+  return (await memberTeamIds(db, principal.userId).execute()).map((row) => row.team_id);
 }
 
 export async function listUsableBindings(db: Database, principal: CrossTeamPrincipal): Promise<BindingView[]> {

@@ -1,4 +1,4 @@
-import { findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../app-runs/run-service.js';
+import { findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
 import { parseVersionRequest, resolveDeploymentVersion } from '../app-runs/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';

@@ -1,6 +1,7 @@
 // The contract between the scheduled-run workflow, its starters (Temporal Schedules, the trigger
 // route) and its activities: every type that crosses one of their boundaries.
 
+import type { AppRunInput, AppRunStartOptions } from '../app-runs/contracts.js';
 import type { RunResult } from '../app-runs/run-result.js';
 import type { ScheduleLogStatus } from '../db/types.js';
 
@@ -28,7 +29,14 @@ export interface ScheduledAttemptRequest {
 export type ScheduledAttempt =
   | { kind: 'skipped'; reason: string }
   | { kind: 'refused'; error: string }
-  | { kind: 'started'; runId: string; timeoutSeconds: number; maxRetries: number };
+  | {
+      kind: 'started'; runId: string; maxRetries: number;
+      /** `appRunWorkflow`'s input, as the run service built it (absent in histories from before it was passed). */
+      workflowInput?: AppRunInput;
+      /** Its search attributes and summary (absent in older histories). */
+      startOptions?: AppRunStartOptions;
+      timeoutSeconds: number | null;
+    };
 
 export interface FinishedAttempt { status: ScheduleLogStatus; error: string | null; result: RunResult }
 

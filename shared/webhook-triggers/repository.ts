@@ -43,8 +43,8 @@ export async function findTriggerForCall(db: Database, webhookId: string) {
     .leftJoin('deployments as d', (join) => join.onRef('d.id', '=', 'wt.deployment_id').on('d.deleted_at', 'is', null))
     .leftJoin('teams as t', (join) => join.onRef('t.id', '=', 'wt.team_id').on('t.deleted_at', 'is', null))
     .select([
-      'wt.id', 'wt.enabled', 'wt.secret_hash', 'doc.id as live_document_id', 't.id as billable_team_id',
-      'd.id as deployment_id', 'd.document_id', 'd.team_id as deployment_team_id', 'd.visibility', 'd.api_schema',
+      'wt.id', 'wt.enabled', 'wt.secret_hash', 'doc.id as live_document_id', 'doc.name as app_name', 't.id as billable_team_id',
+      'd.id as deployment_id', 'd.document_id', 'd.project_id as deployment_project_id', 'd.team_id as deployment_team_id', 'd.visibility', 'd.api_schema',
       'd.published_by', 'd.version_major', 'd.version_minor',
     ])
     .where('wt.id', '=', webhookId)

@@ -1,5 +1,5 @@
 import { ADMIN_REQUIRED, requireVisibleDocument, type EditorCaller } from '../app-runs/documents/service.js';
-import type { DeploymentRow } from '../app-runs/run-service.js';
+import type { DeploymentRow } from '../app-runs/deployments.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { isUuid } from '../ids.js';
@@ -73,8 +73,8 @@ export async function acceptTriggerCall(db: Database, webhookId: string, present
   const secretMatches = webhookSecretMatches(presentedSecret, row?.secret_hash);
   if (!row || !secretMatches || !row.enabled || !row.live_document_id || !row.deployment_id) throw webhookNotFound();
   const deployment: DeploymentRow = {
-    id: row.deployment_id, document_id: row.document_id!, team_id: row.deployment_team_id!, visibility: row.visibility!,
-    api_schema: row.api_schema, published_by: row.published_by, version_major: row.version_major!, version_minor: row.version_minor!,
+    id: row.deployment_id, document_id: row.document_id!, project_id: row.deployment_project_id!, team_id: row.deployment_team_id!, visibility: row.visibility!,
+    api_schema: row.api_schema, published_by: row.published_by, version_major: row.version_major!, version_minor: row.version_minor!, app_name: row.app_name!,
   };
   return { webhookId: row.id, deployment, billableTeamId: row.billable_team_id };
 }

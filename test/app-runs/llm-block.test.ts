@@ -4,7 +4,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLlmBlockActivities, NO_LLM_PROVIDER, type LlmBlockDeps } from '../../activities/app-runs/llm-block.js';
 import type { LlmBlockRequest, LlmBlockResult } from '../../shared/app-runs/contracts.js';
-import { appendRunEvents } from '../../shared/app-runs/event-log.js';
+import { insertRunEvents } from '../../shared/app-runs/run-events-repository.js';
 import { createProject } from '../../shared/identity/service.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
@@ -114,8 +114,8 @@ describe('runLlmBlock activity', () => {
     expect(first).toHaveLength(10);
     await sized.runLlmBlock({ runId, blockId: 'b', model: 'm', prompt: 'go' });
     expect(await chunkRows(runId)).toEqual(first);
-    // And appendRunEvents itself ignores a re-sent key.
-    await appendRunEvents(stack.db, runId, [{ key: 'b:chunk:0', event: { type: 'block_chunk', blockId: 'b', delta: 'other' } }]);
+    // And insertRunEvents itself ignores a re-sent key.
+    await insertRunEvents(stack.db, runId, [{ key: 'b:chunk:0', event: { type: 'block_chunk', blockId: 'b', delta: 'other' } }]);
     expect(await chunkRows(runId)).toEqual(first);
   });
 

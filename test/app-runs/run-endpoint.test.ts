@@ -149,7 +149,9 @@ describe('POST /api/released-app/:deploymentId/run and /d/:documentId/run', () =
       ['non-object inputs', { inputs: 'Ada' }, 400, 'invalid_request'],
       ['format=xml', { inputs: { name: 'Ada' }, format: 'xml' }, 400, 'invalid_request'],
       ['timeout=-1', { inputs: { name: 'Ada' }, timeout: -1 }, 400, 'invalid_request'],
-      ['a malformed version', { inputs: { name: 'Ada' }, version: 'one' }, 400, 'invalid_version'],
+      // A version that matches nothing, malformed or not, is 404 as on the gateway (spec §7.2).
+      ['a malformed version', { inputs: { name: 'Ada' }, version: 'one' }, 404, 'Deployment not found'],
+      ['a malformed ^version', { inputs: { name: 'Ada' }, version: '^x' }, 404, 'Deployment not found'],
     ])('%s', async (_name, body, status, error) => {
       const { deploymentId } = await publish(exampleGraph);
       const before = await runCount();

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
-import { inlineRunPlan } from '../../shared/app-runs/run-plan.js';
+import { planForRun } from '../../shared/app-runs/run-plan.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { AppRunInput } from '../../shared/app-runs/contracts.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 
-// The API passes a small run's plan (graph and inputs) as the workflow's argument; a large one, or
-// one whose snapshot does not validate, is left to the workflow's own `loadRunPlan`.
+// The API passes a small run's plan (graph and inputs) as the workflow's argument; a large one is
+// left to the workflow's own `loadRunPlan`; a snapshot that does not validate is never run.
 describe('the run plan as the workflow argument', () => {
   let stack: TestStack;
   let apiKey: string;
@@ -29,10 +29,10 @@ describe('the run plan as the workflow argument', () => {
   }, 60_000);
   afterAll(() => stack?.close());
 
-  const run = async (deploymentId: string, inputs: object) => stack.app.inject({
+  const run = async (deploymentId: string, inputs: object, stream = false) => stack.app.inject({
     method: 'POST', url: `/api/released-app/${deploymentId}/run`,
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({ inputs, stream: false }),
+    payload: JSON.stringify({ inputs, stream }),
   });
   /** The run's workflow history once the workflow has closed (the API answers earlier): its argument, and all of it as text with payloads decoded. */
   const historyOf = async (runId: string) => {
@@ -70,18 +70,29 @@ describe('the run plan as the workflow argument', () => {
     expect(payloads.map((p) => p.key)).toContain('input:text');
   });
 
-  it('inlineRunPlan: the parsed graph (defaults filled in), null over the threshold or for a snapshot that does not validate', async () => {
+  it('planForRun: the parsed graph (defaults filled in), no inline plan over the threshold, no graph for a snapshot that does not validate', async () => {
     const { deploymentId, documentId } = await publishDirect(stack.db, graph, { teamId });
-    const plan = await inlineRunPlan(stack.db, { deploymentId, documentId, inputs: { text: 'hi' } });
-    expect(plan).toMatchObject({ documentId, inputs: { text: 'hi' }, graph: { blocks: [{ id: 'q' }, { id: 'x' }] } });
-    expect(plan!.graph.blocks[0]!.config).toMatchObject({ valueType: 'string', required: false });
-    expect(await inlineRunPlan(stack.db, { deploymentId, documentId, inputs: { text: 'a'.repeat(70_000) } })).toBeNull();
+    const parsed = await planForRun.graph(stack.db, deploymentId);
+    expect(parsed).toMatchObject({ blocks: [{ id: 'q' }, { id: 'x' }] });
+    expect(parsed!.blocks[0]!.config).toMatchObject({ valueType: 'string', required: false });
+    expect(planForRun.inline(parsed!, documentId, { text: 'hi' })).toMatchObject({ documentId, inputs: { text: 'hi' }, graph: parsed });
+    expect(planForRun.inline(parsed!, documentId, { text: 'a'.repeat(70_000) })).toBeNull();
 
     const broken = await publishDirect(stack.db, graph, { teamId });
     await stack.db.updateTable('deployments').set({ snapshot: JSON.stringify({ blocks: 'nope' }) }).where('id', '=', broken.deploymentId).execute();
-    expect(await inlineRunPlan(stack.db, { ...broken, inputs: {} })).toBeNull();
-    // The run itself fails as it always did: the workflow's own load refuses the snapshot.
-    const res = await run(broken.deploymentId, { text: 'hi' });
-    expect(res.json()).toMatchObject({ status: 'failed' });
+    expect(await planForRun.graph(stack.db, broken.deploymentId)).toBeNull();
+  });
+
+  it('a damaged snapshot is 500 `Invalid deployment snapshot: missing content` before anything is charged or recorded (spec §7.2)', async () => {
+    const broken = await publishDirect(stack.db, graph, { teamId });
+    await stack.db.updateTable('deployments').set({ snapshot: JSON.stringify({ blocks: 'nope' }) }).where('id', '=', broken.deploymentId).execute();
+    const balance = async () => (await stack.db.selectFrom('credit_balances').select('balance_milli').where('team_id', '=', teamId).executeTakeFirstOrThrow()).balance_milli;
+    const before = { balance: await balance(), runs: await stack.db.selectFrom('runs').select('id').where('deployment_id', '=', broken.deploymentId).execute() };
+    for (const stream of [false, true]) {
+      const res = await run(broken.deploymentId, { text: 'hi' }, stream);
+      expect([res.statusCode, res.json()]).toEqual([500, { error: 'Invalid deployment snapshot: missing content', message: 'Invalid deployment snapshot: missing content' }]);
+    }
+    expect(await balance()).toBe(before.balance);
+    expect(await stack.db.selectFrom('runs').select('id').where('deployment_id', '=', broken.deploymentId).execute()).toEqual(before.runs);
   });
 });

@@ -59,7 +59,8 @@ describe('/v1 workflow API', () => {
     expect(steal.statusCode).toBe(403);
     expect((await stack.db.selectFrom('runs').select('id').execute()).length).toBe(before);
     const jwt = await call('GET', '/v1/workflows', await make.jwt(stranger.id));
-    expect([jwt.statusCode, jwt.json().error]).toEqual([401, 'Unauthorized: the /v1 API only accepts API keys']);
+    // A valid credential of another kind: 403 (spec §5.4), not 401.
+    expect([jwt.statusCode, jwt.json().error]).toEqual([403, 'This endpoint only accepts API key authentication']);
   });
 
   it('bad input: a non-string input is 400 and an unknown workflow 404, with no run', async () => {

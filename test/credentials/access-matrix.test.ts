@@ -49,14 +49,17 @@ const expected: Record<AccessRuleName, Record<Caller, Outcome>> = {
     jwt: unauthorized, 'api-key': OK, 'oauth-no-scope': scope, 'oauth-all-scopes': OK, 'agent-no-grant': unauthorized, 'agent-granted': unauthorized, schedule: OK,
   },
   documentRun: Object.fromEntries(callers.map((c) => [c, c === 'api-key' ? OK : [401, 'Unauthorized: Document ID route only supports API key authentication']])) as Record<Caller, Outcome>,
-  v1: Object.fromEntries(callers.map((c) => [c, c === 'api-key' ? OK : [401, 'Unauthorized: the /v1 API only accepts API keys']])) as Record<Caller, Outcome>,
+  // Rows without a spec'd 401: a valid credential of another kind is 403 (spec §5.4).
+  v1: Object.fromEntries(callers.map((c) => [c, c === 'api-key' ? OK : [403, 'This endpoint only accepts API key authentication']])) as Record<Caller, Outcome>,
   runFollowUp: {
-    jwt: OK, 'api-key': OK, 'oauth-no-scope': OK, 'oauth-all-scopes': OK, 'agent-no-grant': unauthorized, 'agent-granted': unauthorized, schedule: OK,
+    jwt: OK, 'api-key': OK, 'oauth-no-scope': OK, 'oauth-all-scopes': OK,
+    'agent-no-grant': [403, 'This endpoint does not accept agent tokens'], 'agent-granted': [403, 'This endpoint does not accept agent tokens'], schedule: OK,
   },
   releaseGateway: {
     jwt: unauthorized, 'api-key': OK, 'oauth-no-scope': scope, 'oauth-all-scopes': OK, 'agent-no-grant': OK, 'agent-granted': OK, schedule: unauthorized,
   },
-  connectors: Object.fromEntries(callers.map((c) => [c, c === 'jwt' ? OK : [401, 'unauthorized']])) as Record<Caller, Outcome>,
+  // §7.7's 401 is "not logged in": a valid API key (or any other valid credential) is logged in, so 403.
+  connectors: Object.fromEntries(callers.map((c) => [c, c === 'jwt' ? OK : jwtOnly])) as Record<Caller, Outcome>,
 };
 
 describe('§5.3: which endpoint group accepts which credential', () => {

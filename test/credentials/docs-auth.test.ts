@@ -1,6 +1,6 @@
 import { buildApp } from '../../api/app.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { deleteOAuthApp, disableOAuthApp } from '../../shared/credentials/oauth/service.js';
+import { deleteOAuthApp, disableOAuthApp } from '../../shared/credentials/oauth/apps.js';
 import { generateToken } from '../../shared/credentials/tokens.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';

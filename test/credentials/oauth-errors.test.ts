@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateToken } from '../../shared/credentials/tokens.js';
-import { deleteOAuthApp, disableOAuthApp } from '../../shared/credentials/oauth/service.js';
+import { deleteOAuthApp, disableOAuthApp } from '../../shared/credentials/oauth/apps.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import {
   approveViaInject, authorizeQuery, challengeOf, consentFormFields, expectUnchanged, newApp, newUser, newVerifier, obtainCode,

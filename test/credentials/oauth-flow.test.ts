@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addOAuthClient } from '../../shared/credentials/oauth/service.js';
+import { addOAuthClient } from '../../shared/credentials/oauth/apps.js';
 import { runCli } from '../harness/cli.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { consentFormFields, newApp, newUser, obtainTokens, OAUTH_TABLES } from './oauth-helpers.js';

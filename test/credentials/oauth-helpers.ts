@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { expect } from 'vitest';
 import type { Database } from '../../shared/db/client.js';
-import { createOAuthApp } from '../../shared/credentials/oauth/service.js';
+import { createOAuthApp } from '../../shared/credentials/oauth/apps.js';
 import { createUser } from '../../shared/identity/service.js';
 import type { TestStack } from '../harness/stack.js';
 

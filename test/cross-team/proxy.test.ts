@@ -88,13 +88,13 @@ describe('POST /api/released-app/cross-team/proxy', () => {
     expect([charge.team_id, charge.amount_milli]).toEqual([grantee.teamId, -RUN_BASE_COST_MILLI]);
   });
 
-  it('a `version` picks an older deployment, as on the run route; an unknown one is 404', async () => {
+  it('a `version` picks an older deployment, as on the run route; an unknown or malformed one is 404', async () => {
     const res = await proxy({ bindingId, version: '1.0', inputs: { message: 'old' } });
     expect(res.statusCode, res.body).toBe(200);
     expect(outputOf(res.json(), 'label')).toBe('v1.0');
     const before = await runCount();
     expectRefused(await proxy({ bindingId, version: '2.0', inputs: { message: 'x' } }), { statusCode: 404, error: 'Deployment not found' });
-    expectRefused(await proxy({ bindingId, version: 'v1', inputs: { message: 'x' } }), { statusCode: 400, error: 'invalid_version' });
+    expectRefused(await proxy({ bindingId, version: 'v1', inputs: { message: 'x' } }), { statusCode: 404, error: 'Deployment not found' });
     expect(await runCount()).toBe(before);
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PRIVATE_APP_MESSAGE } from '../../shared/app-runs/run-service.js';
+import { PRIVATE_APP_MESSAGE } from '../../shared/app-runs/run-access.js';
 import { RUN_BASE_COST_MILLI } from '../harness/billing.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';

@@ -156,6 +156,8 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<WalkResult>
       const message = sanitizeError(errorMessage(error));
       pending.push({ key: `${block.id}:block_error`, event: { type: 'block_error', blockId: block.id, error: message } });
       failure ??= { blockId: block.id, error: message };
+      // Spec §2.20: the failed block's session says so; its error only with trace=full.
+      if (streamed) sessions.push({ blockId: block.id, blockType: block.type, blockName: block.name, status: 'error', output: null, ...(input.trace ? { error: message } : {}) });
     }
   };
 
@@ -186,7 +188,8 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<WalkResult>
     await Promise.race(inFlight.values());
   }
 
-  if (failure) return { outcome: { status: 'failed', error: sanitizeError(`Block '${failure.blockId}' failed: ${failure.error}`) }, events: pending };
+  // A failed run keeps the sessions of the blocks that completed (spec §2.20).
+  if (failure) return { outcome: { status: 'failed', error: sanitizeError(`Block '${failure.blockId}' failed: ${failure.error}`), sessions }, events: pending };
   let completedBlocks = 0;
   for (const status of state.status.values()) if (status === 'completed') completedBlocks += 1;
   const outcome: RunOutcome = {

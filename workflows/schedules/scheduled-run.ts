@@ -35,7 +35,8 @@ export async function scheduledRunWorkflow(input: ScheduledRunInput): Promise<Sc
       await executeChild(appRunWorkflow, {
         workflowId: workflowIds.appRun(started.runId),
         taskQueue: info.taskQueue,
-        args: [{ runId: started.runId, trace: false, timeoutSeconds: started.timeoutSeconds }],
+        args: [started.workflowInput ?? { runId: started.runId, trace: false, timeoutSeconds: started.timeoutSeconds }],
+        ...started.startOptions,
       });
     } catch (error) {
       if (isCancellation(error)) throw error;

@@ -1,28 +1,46 @@
+import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkBodySize } from '../../../shared/app-runs/limits.js';
 import type { StartRunDeps } from '../../../shared/app-runs/run-service.js';
 import type { AppDeps } from '../../deps.js';
 
-// What every route that starts a run shares: the body cap and how startRun is wired.
+// What every route that starts a run shares: the body cap and how the run service is wired.
 
 /** Hard ceiling of run bodies; the effective cap is `run.input_limit.maxBodyBytes` (4 MiB by default). */
 export const RUN_BODY_CEILING_BYTES = 64 * 1024 * 1024;
 
 /**
- * The body cap is a site setting, so it is checked against Content-Length before the body is read
- * (413 `request_body_too_large`); the routes' own bodyLimit is only the hard ceiling.
+ * The body cap is a site setting, so the routes' own bodyLimit is only the hard ceiling and the cap
+ * is applied here, before the body is parsed (413 `request_body_too_large`): against Content-Length
+ * when the request has one, else by counting a chunked body's bytes as they arrive.
  */
 export function checkRunBodySizeBeforeParsing(app: FastifyInstance, deps: Pick<AppDeps, 'settings'>): void {
-  app.addHook('preParsing', async (request) => {
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const limits = await deps.settings.get('run.input_limit');
     const length = Number(request.headers['content-length']);
-    if (Number.isFinite(length)) checkBodySize(length, await deps.settings.get('run.input_limit'));
+    if (Number.isFinite(length)) {
+      checkBodySize(length, limits);
+      return payload;
+    }
+    let received = 0;
+    return payload.pipe(new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        received += chunk.length;
+        try {
+          checkBodySize(received, limits);
+          callback(null, chunk);
+        } catch (error) {
+          callback(error as Error);
+        }
+      },
+    }));
   });
 }
 
-/** startRun's dependencies for a request: a start that fails is logged with the request. */
-export function runStarter(deps: Pick<AppDeps, 'db' | 'settings' | 'temporal' | 'config'>, request: FastifyRequest): StartRunDeps {
+/** The run service's dependencies for a request: a start that fails is logged with the request. */
+export function runStarter(deps: Pick<AppDeps, 'db' | 'settings' | 'temporal' | 'config' | 'deployments'>, request: FastifyRequest): StartRunDeps {
   return {
-    db: deps.db, settings: deps.settings, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
+    db: deps.db, settings: deps.settings, deployments: deps.deployments, temporal: deps.temporal.client, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
     onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
   };
 }

@@ -1,14 +1,14 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiSchemaField } from '../../../shared/app-runs/graph.js';
-import { checkInputLimits } from '../../../shared/app-runs/limits.js';
-import { assertMayRun, findRunDeployment, startRun } from '../../../shared/app-runs/run-service.js';
+import { startAppRun } from '../../../shared/app-runs/run-service.js';
 import type { Session } from '../../../shared/app-runs/events.js';
 import { AppError } from '../../../shared/errors.js';
 import { isUuid } from '../../../shared/ids.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
-import { runStarter } from './run-route-kit.js';
+import { awaitRunResult } from './run-reply.js';
+import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from './run-route-kit.js';
 
 /** The generic output of a run: the last session's output (the app's final block), or null. */
 function outputOf(result: unknown): unknown {
@@ -24,6 +24,7 @@ const runView = z.object({ id: z.string(), status: z.string(), output: z.unknown
  */
 export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db } = deps;
+  checkRunBodySizeBeforeParsing(app, deps);
 
   app.get('/v1/workflows', {
     config: { access: 'v1' },
@@ -40,26 +41,25 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
 
   app.post('/v1/workflows/:id/run', {
     config: { access: 'v1' },
+    bodyLimit: RUN_BODY_CEILING_BYTES,
     schema: {
       tags: ['v1'], summary: 'Run the newest deployment of a workflow with one text input',
       params: z.object({ id: z.uuid() }),
       body: z.object({ input: z.string() }),
       response: { 200: runView },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const caller = principalOf(request, 'api-key');
-    const deployment = await findRunDeployment(db, { documentId: request.params.id }, undefined, deps.deployments);
-    await assertMayRun(db, deployment, caller);
-    // The one text goes to the app's only input when it has exactly one; otherwise to an input named `input`.
-    const fields = (deployment.api_schema as { inputs: ApiSchemaField[] }).inputs;
-    const inputs = { [fields.length === 1 ? fields[0]!.name : 'input']: request.body.input };
-    checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
-    const timeoutSeconds = await deps.settings.get('run.max_timeout_seconds');
-    const { runId } = await startRun(runStarter(deps, request), { deployment, caller, inputs, trace: false, timeoutSeconds },
-    );
-    for await (const _event of deps.runEvents.events(db, runId)) { /* wait for the terminal event */ }
-    const run = await db.selectFrom('runs').select(['status', 'result', 'error']).where('id', '=', runId).executeTakeFirstOrThrow();
-    return { id: runId, status: run.status, output: outputOf(run.result), error: run.error };
+    const run = await startAppRun(runStarter(deps, request), {
+      target: { documentId: request.params.id }, caller,
+      // The one text goes to the app's only input when it has exactly one; otherwise to an input named `input`.
+      inputs: (deployment) => {
+        const fields = (deployment.api_schema as { inputs: ApiSchemaField[] }).inputs;
+        return { [fields.length === 1 ? fields[0]!.name : 'input']: request.body.input };
+      },
+    });
+    const result = await awaitRunResult(deps, reply, run);
+    return { id: run.runId, status: result.status, output: outputOf(result), error: result.status === 'completed' ? null : String(result.error) };
   });
 
   app.get('/v1/runs/:id', {

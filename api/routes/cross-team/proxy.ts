@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { checkInputLimits } from '../../../shared/app-runs/limits.js';
-import { startRun } from '../../../shared/app-runs/run-service.js';
+import { startAppRun } from '../../../shared/app-runs/run-service.js';
 import { listUsableBindings, resolveProxyCall } from '../../../shared/cross-team/service.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
-import { awaitRunResult, runResultSchema } from '../app-runs/json-result.js';
+import { replyWithRunResult, runResultSchema } from '../app-runs/run-reply.js';
 import { bindingView } from './schemas.js';
 import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from '../app-runs/run-route-kit.js';
 
@@ -45,7 +44,7 @@ export const crossTeamProxyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, 
       body: proxyBody,
       response: {
         200: runResultSchema,
-        400: problem.describe('invalid body, `invalid_version`, `Input validation failed`, or an input limit'),
+        400: problem.describe('invalid body, `Input validation failed`, or an input limit'),
         402: problem.describe('`insufficient_credits` of the grantee team'),
         403: problem.describe('`API key credit limit exceeded`'),
         404: problem.describe('`Binding not found`, or `Deployment not found` (no live deployment, unknown version)'),
@@ -55,13 +54,7 @@ export const crossTeamProxyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, 
   }, async (request, reply) => {
     const principal = principalOf(request, 'api-key', 'schedule', 'oauth');
     const { deployment, caller } = await resolveProxyCall(deps.db, principal, request.body.bindingId, request.body.version);
-    // `_trigger` belongs to the server; recordRun sets it to the binding.
-    const { _trigger: _ignored, ...inputs } = request.body.inputs;
-    checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
-    const run = await startRun(runStarter(deps, request), { deployment, caller, inputs, trace: false, timeoutSeconds: await deps.settings.get('run.max_timeout_seconds') },
-    );
-    const result = await awaitRunResult(deps, reply, run);
-    if ('tooLarge' in result) return reply.code(413).send({ ...result.tooLarge });
-    return reply.type('application/json; charset=utf-8').send(result.json as never);
+    const run = await startAppRun(runStarter(deps, request), { target: { deployment }, caller, inputs: request.body.inputs });
+    return replyWithRunResult(deps, reply, run);
   });
 };

@@ -1,9 +1,8 @@
 import type { FastifyRequest } from 'fastify';
-import { PRIVATE_APP_MESSAGE, assertMayRun, type DeploymentRow, type RunCaller } from '../../../shared/app-runs/run-service.js';
+import type { RunCaller } from '../../../shared/app-runs/run-access.js';
 import { accessMatrix } from '../../../shared/credentials/access-matrix.js';
 import type { Authenticator } from '../../../shared/credentials/authenticate.js';
 import type { PrincipalOf } from '../../../shared/credentials/principal.js';
-import type { Database } from '../../../shared/db/client.js';
 import { AppError } from '../../../shared/errors.js';
 import { authorize } from '../../plugins/auth.js';
 
@@ -49,29 +48,14 @@ export async function authenticateGatewayCall(authenticator: Authenticator, requ
 }
 
 /**
- * Rule 4 and the §4.1 visibility table: anonymous never reaches a private deployment (even on a
- * skipAuth endpoint); API keys and OAuth users as on the run route; an agent binding of the
- * deployment's team.
- */
-export async function assertGatewayMayRun(db: Database, deployment: DeploymentRow, caller: GatewayCaller): Promise<void> {
-  if (deployment.visibility === 'public') return;
-  switch (caller.kind) {
-    case 'anonymous': throw new AppError(403, PRIVATE_APP_MESSAGE);
-    case 'agent': if (caller.teamId !== deployment.team_id) throw new AppError(403, PRIVATE_APP_MESSAGE); return;
-    default: return assertMayRun(db, deployment, caller);
-  }
-}
-
-/**
  * Rule 5, who pays: a caller's own valid key pays for itself (its team), an agent binding's team
  * for the agent, the deployment's team for an OAuth user (as on the run route); an anonymous call
  * is paid by the release's configured key, or refused 401 when the release has none.
  */
-export function runCallerOf(caller: GatewayCaller, releaseKey: PrincipalOf<'api-key'> | null): RunCaller {
+export async function runCallerOf(caller: GatewayCaller, releaseKey: () => Promise<PrincipalOf<'api-key'> | null>): Promise<RunCaller> {
   switch (caller.kind) {
-    case 'anonymous':
-      if (!releaseKey) throw unauthorized();
-      return releaseKey;
+    // Without a release key the run service refuses it: 403 on a private app first, else 401.
+    case 'anonymous': return { kind: 'anonymous', payer: await releaseKey() };
     case 'agent':
       if (!caller.teamId) throw new AppError(403, 'Permission denied: this agent binding has no team to charge');
       return { kind: 'agent', bindingId: caller.bindingId, teamId: caller.teamId, userId: caller.userId };

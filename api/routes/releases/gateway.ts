@@ -2,15 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiSchemaField } from '../../../shared/app-runs/graph.js';
-import { checkInputLimits } from '../../../shared/app-runs/limits.js';
-import { startRun } from '../../../shared/app-runs/run-service.js';
+import { startAppRun } from '../../../shared/app-runs/run-service.js';
 import { AppError } from '../../../shared/errors.js';
 import { asRateLimit } from '../../../shared/releases/config.js';
 import { anonymousPayer, endpointDeployment, matchGatewayCall } from '../../../shared/releases/gateway.js';
 import { coerceQueryInputs, mapFields } from '../../../shared/releases/router.js';
 import type { AppDeps } from '../../deps.js';
-import { awaitRunResult, runResultSchema } from '../app-runs/json-result.js';
-import { assertGatewayMayRun, authenticateGatewayCall, rateLimitBucket, runCallerOf } from './gateway-auth.js';
+import { replyWithRunResult, runResultSchema } from '../app-runs/run-reply.js';
+import { authenticateGatewayCall, rateLimitBucket, runCallerOf } from './gateway-auth.js';
 import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from '../app-runs/run-route-kit.js';
 
 const GATEWAY_PATH = '/api/released-app/r/:alias/:version/*';
@@ -43,22 +42,14 @@ export const releaseGatewayRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, 
     }
 
     const deployment = await endpointDeployment(deps.db, matched.endpoint);
-    await assertGatewayMayRun(deps.db, deployment, caller);
-    const runCaller = runCallerOf(caller, caller.kind === 'anonymous' ? await anonymousPayer(deps.db, matched.release) : null);
+    const runCaller = await runCallerOf(caller, () => anonymousPayer(deps.db, matched.release));
 
     // Path parameters win over same-named body or query fields: the URL names the resource.
-    const fields = { ...given, ...matched.params };
-    const { _trigger: _ignored, ...mapped } = mapFields(fields, matched.endpoint.fieldMapping);
+    const mapped = mapFields({ ...given, ...matched.params }, matched.endpoint.fieldMapping);
     const inputs = request.method === 'GET' ? coerceQueryInputs(deployment.api_schema as { inputs: ApiSchemaField[] }, mapped) : mapped;
-    checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
-    const run = await startRun(runStarter(deps, request), { deployment, caller: runCaller, inputs, trace: false, timeoutSeconds: await deps.settings.get('run.max_timeout_seconds') },
-    );
-
     // trace is off, so the result carries no globalCtx (spec §4.1: never on the gateway).
-    const result = await awaitRunResult(deps, reply, run);
-    if ('tooLarge' in result) return reply.code(413).send({ ...result.tooLarge });
-    // Already serialized (it had to be measured); Fastify sends a JSON-typed string as it is.
-    return reply.type('application/json; charset=utf-8').send(result.json as never);
+    const run = await startAppRun(runStarter(deps, request), { target: { deployment }, caller: runCaller, inputs });
+    return replyWithRunResult(deps, reply, run);
   }
 
   const params = z.object({ alias: z.string(), version: z.string().describe('`1.0`, `^1.0` or `latest`'), '*': z.string() });

@@ -1,14 +1,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { checkInputLimits } from '../../../shared/app-runs/limits.js';
-import { startRun } from '../../../shared/app-runs/run-service.js';
+import { startAppRun } from '../../../shared/app-runs/run-service.js';
 import {
   acceptTriggerCall, assertWithinRateLimit, markTriggered, requireBillableTeam, webhookNotFound,
 } from '../../../shared/webhook-triggers/service.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
-import { awaitRunResult, runResultSchema } from '../app-runs/json-result.js';
+import { replyWithRunResult, runResultSchema } from '../app-runs/run-reply.js';
 import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from '../app-runs/run-route-kit.js';
 
 
@@ -67,22 +66,10 @@ export const webhookTriggerCallRoutes: FastifyPluginAsyncZod<AppDeps> = async (a
     const { perMinute } = await deps.settings.get('webhook_trigger.rate_limit');
     await assertWithinRateLimit(deps.rateLimiter, call.webhookId, perMinute, (headers) => reply.headers(headers));
     const teamId = requireBillableTeam(call);
-    // `_trigger` belongs to the server (spec §4.1); recordRun sets it from the caller.
-    const { _trigger: _ignored, ...inputs } = request.body ?? {};
-    checkInputLimits(inputs, await deps.settings.get('run.input_limit'));
-    const run = await startRun(runStarter(deps, request), {
-        deployment: call.deployment, caller: { kind: 'webhook', webhookId: call.webhookId, teamId },
-        inputs, trace: false, timeoutSeconds: await deps.settings.get('run.max_timeout_seconds'),
-      },
-    );
+    const run = await startAppRun(runStarter(deps, request), {
+      target: { deployment: call.deployment }, caller: { kind: 'webhook', webhookId: call.webhookId, teamId }, inputs: request.body ?? {},
+    });
     await markTriggered(deps.db, call.webhookId);
-
-    const result = await awaitRunResult(deps, reply, run);
-    if ('tooLarge' in result) {
-      const { error, ...tooLarge } = result.tooLarge;
-      return reply.code(413).send({ code: error, ...tooLarge });
-    }
-    // Already serialized (it had to be measured); Fastify sends a JSON-typed string as it is.
-    return reply.type('application/json; charset=utf-8').send(result.json as never);
+    return replyWithRunResult(deps, reply, run);
   });
 };

@@ -1,0 +1,83 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
+import type { StoredRunEvent } from '../../../shared/app-runs/run-events-repository.js';
+import { ResponseBudget } from '../../../shared/app-runs/response-budget.js';
+import { runResultOf, type RunResult } from '../../../shared/app-runs/run-result.js';
+import type { StartedRun } from '../../../shared/app-runs/run-service.js';
+import { AppError } from '../../../shared/errors.js';
+import type { AppDeps } from '../../deps.js';
+
+// How every route answers a run it started: the JSON result (waited for here, and only here) or a
+// stream of the run's events. A caller that goes away stops the waiting or the reading; the run
+// itself goes on (resume with the run id).
+
+type ReplyDeps = Pick<AppDeps, 'db' | 'runEvents' | 'settings'>;
+export type StreamFormat = 'ndjson' | 'sse';
+
+/** The non-streaming run result (spec §2.20) as a response schema. */
+export const runResultSchema = z.object({
+  runId: z.uuid(), documentId: z.uuid(), sessions: z.array(z.unknown()), duration: z.number().nullable(),
+  status: z.string().describe('`completed`, or how the run ended (`failed`, `timed_out`, `cancelled`)'),
+  timedOut: z.boolean(), error: z.unknown().optional().describe('only when the run did not complete'),
+});
+
+/** One NDJSON line or SSE frame per stored event; the SSE `id:` lets a client resume with Last-Event-ID. */
+export function eventFrame(event: StoredRunEvent, format: StreamFormat): string {
+  const data = JSON.stringify({ type: event.type, ...event.payload });
+  return format === 'sse' ? `id: ${event.id}\nevent: ${event.type}\ndata: ${data}\n\n` : `${data}\n`;
+}
+
+/** The run's events from its start: a new run's `run_start` at once, then the log after it (a replay reads it all). */
+async function* runEventsOf(deps: ReplyDeps, reply: FastifyReply, run: StartedRun): AsyncGenerator<StoredRunEvent> {
+  const abort = new AbortController();
+  reply.raw.once('close', () => abort.abort());
+  if (run.startEvent) yield run.startEvent;
+  yield* deps.runEvents.events(deps.db, run.runId, { signal: abort.signal, afterId: run.startEvent?.id });
+}
+
+/** Waits for the run's terminal event and gives its result (spec §2.20). */
+export async function awaitRunResult(deps: ReplyDeps, reply: FastifyReply, run: StartedRun): Promise<RunResult> {
+  reply.header('x-run-id', run.runId);
+  let terminal: StoredRunEvent | undefined;
+  for await (const event of runEventsOf(deps, reply, run)) terminal = event;
+  return runResultOf(run.runId, run.documentId, terminal);
+}
+
+/**
+ * JSON mode: the run result, measured against `run.response_limit`. Over the cap it is 413
+ * `response_too_large` with `runId`, `actualBytes`, `limitBytes` (spec §7.2), in the route
+ * family's error envelope.
+ */
+export async function replyWithRunResult(deps: ReplyDeps, reply: FastifyReply, run: StartedRun): Promise<FastifyReply> {
+  const json = JSON.stringify(await awaitRunResult(deps, reply, run));
+  const budget = new ResponseBudget((await deps.settings.get('run.response_limit')).maxBytes);
+  if (!budget.add(Buffer.byteLength(json))) {
+    const { error, message, ...extra } = budget.tooLargeBody(run.runId);
+    throw new AppError(413, error, message, extra);
+  }
+  // Already serialized (it had to be measured); Fastify sends a JSON-typed string as it is.
+  return reply.type('application/json; charset=utf-8').send(json);
+}
+
+/**
+ * Streaming mode: NDJSON lines or SSE frames as the events are stored. Over `run.response_limit`
+ * the status stays 200 and the stream ends with `run_error` instead of the oversized event.
+ */
+export async function replyWithRunStream(deps: ReplyDeps, reply: FastifyReply, run: StartedRun, format: StreamFormat): Promise<FastifyReply> {
+  const budget = new ResponseBudget((await deps.settings.get('run.response_limit')).maxBytes);
+  const events = runEventsOf(deps, reply, run);
+  reply.header('x-run-id', run.runId).header('cache-control', 'no-cache');
+  reply.type(format === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+  return reply.send(Readable.from((async function* () {
+    for await (const event of events) {
+      const frame = eventFrame(event, format);
+      if (!budget.add(Buffer.byteLength(frame))) {
+        const { message, actualBytes, limitBytes } = budget.tooLargeBody(run.runId);
+        yield eventFrame({ id: event.id, type: 'run_error', payload: { runId: run.runId, error: 'response_too_large', message, actualBytes, limitBytes, executionStatus: 'response_too_large' } }, format);
+        return;
+      }
+      yield frame;
+    }
+  })()));
+}

@@ -1,0 +1,179 @@
+import { sql, type RawBuilder } from 'kysely';
+import { executePrepared, type Database } from '../db/client.js';
+import type { RunStatus } from '../db/types.js';
+import { newId } from '../ids.js';
+import type { KeyedRunEvent } from './contracts.js';
+import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEventType } from './events.js';
+
+// The one owner of `run_events`: every statement that reads or writes the table is here. Events are
+// stored with `type` in its column and the other fields in `payload`, keyed per run (`event_key`) so
+// a retried writer re-sends the same keys and they are ignored, and every write NOTIFYs
+// `run_events` with the run id (delivered on commit) so streaming readers wake at once.
+
+export interface StoredRunEvent { id: number; type: RunEventType; payload: Record<string, unknown> }
+
+/**
+ * Events as rows `e(key, type, payload, ord)` for a FROM clause: `unnest` over three array
+ * parameters, `ord` their position, so `ORDER BY e.ord` inserts them (and numbers their ids) in order.
+ */
+function eventRows(events: ReadonlyArray<KeyedRunEvent>): RawBuilder<unknown> {
+  const keys: string[] = []; const types: string[] = []; const payloads: string[] = [];
+  for (const { key, event: { type, ...payload } } of events) {
+    keys.push(key); types.push(type); payloads.push(JSON.stringify(payload));
+  }
+  return sql`unnest(${keys}::text[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY AS e(key, type, payload, ord)`;
+}
+
+/**
+ * Appends events idempotently (a retried writer re-sends the same keys, which are ignored) and
+ * NOTIFYs `run_events` with the run id when something was appended; the notification is delivered
+ * on commit. One statement: the rows are inserted in the order given, so their ids follow it.
+ */
+export async function insertRunEvents(db: Database, runId: string, events: KeyedRunEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await sql`
+    WITH appended AS (
+      INSERT INTO run_events (run_id, event_key, type, payload)
+      SELECT ${runId}::uuid, e.key, e.type, e.payload FROM ${eventRows(events)}
+      ORDER BY e.ord
+      ON CONFLICT (run_id, event_key) DO NOTHING
+      RETURNING 1
+    )
+    SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
+  `.execute(db);
+}
+
+/**
+ * A step of the run workflow: appends events unless the run is finished, in one statement that
+ * takes a share lock on the run, so no event ever follows the terminal one (`finishRunWithEvents`
+ * updates the same row). Null when the run does not exist.
+ */
+export async function appendWhileRunning(db: Database, runId: string, events: KeyedRunEvent[]): Promise<{ appended: number; runOpen: boolean } | null> {
+  const [row] = await executePrepared(db, 'append_run_events', sql<{ status: RunStatus | null; appended: number }>`
+    WITH run AS (
+      SELECT status FROM runs WHERE id = ${runId}::uuid FOR SHARE
+    ), appended AS (
+      INSERT INTO run_events (run_id, event_key, type, payload)
+      SELECT ${runId}::uuid, e.key, e.type, e.payload FROM ${eventRows(events)}
+      WHERE EXISTS (SELECT 1 FROM run WHERE status = 'running')
+      ORDER BY e.ord
+      ON CONFLICT (run_id, event_key) DO NOTHING
+      RETURNING 1
+    ), notified AS (
+      SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
+    )
+    SELECT (SELECT status FROM run) AS status, (SELECT count(*) FROM appended)::int AS appended, (SELECT count(*) FROM notified) AS notified
+  `.compile(db));
+  return row?.status ? { appended: row.appended, runOpen: row.status === 'running' } : null;
+}
+
+/** How a run ends in its row and its terminal event (`run_complete` payload or `run_error`'s). */
+export interface RunEnding {
+  status: Exclude<RunStatus, 'running'>;
+  terminal: { type: 'run_complete' | 'run_error'; payload: Record<string, unknown> };
+  error: string | null;
+}
+
+/**
+ * Appends the walk's last events and the terminal one and makes the `runs` row final, in one
+ * statement: a reader that sees the terminal event finds the row final. `run_complete` gets
+ * `duration` from the database clock (from the row's creation) and is also the row's `result`.
+ * Returns whether this call finished the run (false: it was already finished).
+ */
+export async function finishRunWithEvents(db: Database, runId: string, ending: RunEnding, events: KeyedRunEvent[]): Promise<boolean> {
+  const { status: endStatus, terminal } = ending;
+  const completed = terminal.type === 'run_complete';
+  const terminalPayload = JSON.stringify(terminal.payload);
+  const [row] = await executePrepared(db, 'finish_run', sql<{ finished: boolean }>`
+    WITH finished AS (
+      UPDATE runs SET
+        status = ${endStatus},
+        result = CASE WHEN ${completed}::boolean THEN ${terminalPayload}::jsonb
+          || jsonb_build_object('duration', greatest(0, round(extract(epoch from clock_timestamp() - created_at) * 1000))::bigint) END,
+        error = ${ending.error}::text,
+        finished_at = now()
+      WHERE id = ${runId}::uuid AND status = 'running'
+      RETURNING coalesce(result, ${terminalPayload}::jsonb) AS terminal_payload
+    ), appended AS (
+      INSERT INTO run_events (run_id, event_key, type, payload)
+      SELECT ${runId}::uuid, walk.key, walk.type, walk.payload FROM (
+        SELECT e.key, e.type, e.payload, e.ord FROM ${eventRows(events)}
+        WHERE EXISTS (SELECT 1 FROM finished)
+        UNION ALL
+        SELECT ${terminal.type}::text, ${terminal.type}::text, terminal_payload, ${events.length + 1}::bigint FROM finished
+      ) AS walk
+      ORDER BY walk.ord
+      ON CONFLICT (run_id, event_key) DO NOTHING
+      RETURNING 1
+    ), notified AS (
+      SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
+    )
+    SELECT EXISTS (SELECT 1 FROM finished) AS finished, (SELECT count(*) FROM notified) AS notified
+  `.compile(db));
+  return row?.finished === true;
+}
+
+export async function readRunEventsAfter(db: Database, runId: string, afterId: number): Promise<StoredRunEvent[]> {
+  const rows = await executePrepared(db, 'read_run_events_after', db.selectFrom('run_events').select(['id', 'type', 'payload'])
+    .where('run_id', '=', runId).where('id', '>', afterId).orderBy('id').limit(1000).compile());
+  return rows.map((r) => ({ id: r.id, type: r.type as RunEventType, payload: r.payload as Record<string, unknown> }));
+}
+
+/** The run's terminal event, if it has one. */
+export async function findTerminalEvent(db: Database, runId: string): Promise<StoredRunEvent | undefined> {
+  const row = await db.selectFrom('run_events').select(['id', 'type', 'payload'])
+    .where('run_id', '=', runId).where('type', 'in', [...terminalEventTypes])
+    .orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return row ? { id: row.id, type: row.type as RunEventType, payload: row.payload as Record<string, unknown> } : undefined;
+}
+
+/** A block's streamed chunks already in the log (earlier attempts of an `llm` activity), in order. */
+export async function listBlockChunks(db: Database, runId: string, blockId: string): Promise<Array<{ key: string; delta: string }>> {
+  const rows = await db.selectFrom('run_events').select(['event_key', 'payload'])
+    .where('run_id', '=', runId).where('type', '=', 'block_chunk').where(sql<string>`payload->>'blockId'`, '=', blockId)
+    .orderBy('id').execute();
+  return rows.map((row) => ({ key: row.event_key, delta: (row.payload as { delta: string }).delta }));
+}
+
+export interface ChargedRunRow {
+  runId: string; deploymentId: string; documentId: string; teamId: string; triggerSource: string;
+  apiKeyId: string | null; userId: string | null; inputs: Record<string, unknown>; timeoutSeconds: number | null;
+}
+
+/**
+ * Charges the paying team, inserts the `runs` row, its credit transaction, the API key's usage and
+ * the `run_start` event, and NOTIFYs `run_events` — one statement, so one round trip and one commit
+ * stand between a run request and its first streamed byte. Every part hangs off the `charged` row:
+ * when the balance is short nothing is written and the result is null (402 for the caller).
+ * Foreign keys between the parts are checked at the end of the statement, so the run_start event
+ * may name the run inserted beside it.
+ */
+export async function insertChargedRun(db: Database, run: ChargedRunRow, costMilli: number): Promise<{ startEvent: StoredRunEvent } | null> {
+  const startPayload = { runId: run.runId, documentId: run.documentId };
+  const rows = await executePrepared(db, 'insert_charged_run', sql<{ start_event_id: string }>`
+    WITH charged AS (
+      UPDATE credit_balances SET balance_milli = balance_milli - ${costMilli}, updated_at = now()
+      WHERE team_id = ${run.teamId} AND balance_milli >= ${costMilli}
+      RETURNING team_id
+    ), inserted_run AS (
+      INSERT INTO runs (id, deployment_id, document_id, team_id, trigger_source, api_key_id, user_id, inputs, timeout_seconds)
+      SELECT ${run.runId}::uuid, ${run.deploymentId}::uuid, ${run.documentId}::uuid, team_id, ${run.triggerSource}::text, ${run.apiKeyId}::uuid, ${run.userId}::uuid,
+        ${JSON.stringify(run.inputs)}::jsonb, ${run.timeoutSeconds}::int
+      FROM charged
+      RETURNING id
+    ), charge AS (
+      INSERT INTO credit_transactions (id, team_id, amount_milli, reason, reference, created_by)
+      SELECT ${newId()}::uuid, team_id, ${-costMilli}::bigint, 'run', ${`run:${run.runId}`}::text, NULL FROM charged
+    ), key_usage AS (
+      UPDATE api_keys SET usage_credits = usage_credits + ${costMilli}, last_used_at = now()
+      WHERE id = ${run.apiKeyId}::uuid AND EXISTS (SELECT 1 FROM charged)
+    ), start_event AS (
+      INSERT INTO run_events (run_id, event_key, type, payload)
+      SELECT id, 'run_start', 'run_start', ${JSON.stringify(startPayload)}::jsonb FROM inserted_run
+      RETURNING id
+    )
+    SELECT id AS start_event_id, pg_notify(${RUN_EVENTS_CHANNEL}, ${run.runId}) FROM start_event
+  `.compile(db));
+  // bigserial arrives as a string from pg.
+  return rows[0] ? { startEvent: { id: Number(rows[0].start_event_id), type: 'run_start', payload: startPayload } } : null;
+}
