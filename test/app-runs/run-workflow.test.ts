@@ -182,7 +182,11 @@ describe('app run workflow on the real stack', () => {
       const events = await eventsOf(runId);
       expect(events.map((e) => e.event_key)).toEqual(['run_start', 'x:block_start', 'x:block_error', 'run_error']);
       expect(events[2]!.payload).toEqual({ blockId: 'x', error: expect.stringMatching(/^JSONata: .*T2001/) });
-      expect(events[3]!.payload).toEqual({ runId, error: expect.stringMatching(/^Block 'x' failed: JSONata/), executionStatus: 'failed' });
+      // run_error carries the sessions (spec §2.20): the failed block's says so, without its error unless trace=full.
+      expect(events[3]!.payload).toEqual({
+        runId, error: expect.stringMatching(/^Block 'x' failed: JSONata/), executionStatus: 'failed',
+        sessions: [{ blockId: 'x', blockType: 'transform', blockName: 'shape', status: 'error', output: null }],
+      });
       expect((events[3]!.payload.error as string).length).toBeLessThanOrEqual(500);
 
       const row = await runRow(runId);
