@@ -59,6 +59,11 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     // Registered at every start (a no-op when a kept store already has them), so operators can filter by them.
     ...searchAttributeDefinitions.flatMap(({ name, type }) => ['--search-attribute', `${name}=${temporalCliTypeName[type]}`]),
+    // One task-queue partition instead of four: with a handful of pollers on one node, tasks that
+    // land in a partition no poller is on wait for forwarding while later ones are served, which
+    // spread latency under load (docs/decisions.md "Tail latency").
+    '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
+    '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
   ];
   // Own process group: a Ctrl-C in the terminal reaches us, and we stop the server after the
   // workers have drained, instead of the server vanishing under them.
