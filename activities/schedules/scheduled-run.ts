@@ -16,7 +16,7 @@ const logStatusOf: Record<RunStatus, ScheduleLogStatus> = {
 
 /**
  * Activities of the scheduled-run workflow. A scheduled run goes through the same pipeline as an
- * API run (`recordRun`: input validation, credits, the runs row, run_start) with a schedule
+ * API run (`admitRun`: limits, timeout cap, input validation, credits, the runs row, run_start) with a schedule
  * identity, and every attempt has a schedule log row, refused ones included.
  */
 export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps, 'db' | 'settings'>) {

@@ -17,7 +17,7 @@ export interface AppRunInput {
   /** trace=full: the run_complete event carries `globalCtx`. */
   trace: boolean;
   timeoutSeconds: number | null;
-  /** The graph and inputs, when the starter passed them (`inlineRunPlan`); otherwise `loadRunPlan` reads them. */
+  /** The graph and inputs, when the starter passed them (`planForRun.inline`, run-service.ts); otherwise `loadRunPlan` reads them. */
   plan?: RunPlan;
 }
 

@@ -22,7 +22,7 @@ export const llmChargeReference = (runId: string, blockId: string) => `llm:${run
  * and the run's API key, in one transaction. Idempotent: the ledger row's reference is unique per
  * team, so an activity retried after it already charged inserts nothing and changes nothing — the
  * balance and the key move only together with a newly inserted row. Post-paid: the block has
- * already run, so the balance may go below zero; the next run is then refused by recordRun's check.
+ * already run, so the balance may go below zero; the next run is then refused by admitRun's check (run-service.ts).
  * Returns whether this call charged.
  */
 export async function chargeLlmTokens(db: Database, charge: LlmCharge): Promise<{ charged: boolean }> {
