@@ -14,41 +14,19 @@ import { recordUpload, storeUploadBytes } from '../../shared/storage/service.js'
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
+import { makePdf } from '../harness/pdf.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { startFakeLlm, type FakeLlm, type FakeLlmRequest } from './llm-server.js';
 
-/** A minimal valid PDF with one page of text; `padding` bytes of comment lines make it as large as wanted. */
-function makePdf(text: string, padding = 0): Buffer {
-  const stream = `BT /F1 24 Tf 72 720 Td (${text}) Tj ET`;
-  const objects = [
-    '',
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [4 0 R] /Count 1 >>',
-    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>',
-    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
-  ];
-  let body = '%PDF-1.4\n';
-  // Comment lines of varied hex digits: padding that compresses and tokenizes like real content.
-  for (let i = 0; body.length < padding; i += 1) body += `% ${(i * 2654435761 >>> 0).toString(16).padStart(8, '0').repeat(12)}\n`;
-  const offsets: number[] = [];
-  for (let id = 1; id < objects.length; id += 1) {
-    offsets[id] = Buffer.byteLength(body, 'latin1');
-    body += `${id} 0 obj\n${objects[id]}\nendobj\n`;
-  }
-  const xref = Buffer.byteLength(body, 'latin1');
-  body += `xref\n0 ${objects.length}\n0000000000 65535 f \n`;
-  for (let id = 1; id < objects.length; id += 1) body += `${String(offsets[id]).padStart(10, '0')} 00000 n \n`;
-  body += `trailer\n<< /Size ${objects.length} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(body, 'latin1');
-}
+/** A one-page PDF of `text`, padded to about `padding` bytes. */
+const makeTextPdf = (text: string, padding = 0): Buffer => makePdf([text], padding);
 
 // Only the magic bytes matter to the block (the fake model does not decode images).
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('\0\0\0\rIHDR png body')]);
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from('\0\x10JFIF jpeg body')]);
 const WEBP = Buffer.concat([Buffer.from('RIFF'), Buffer.from([20, 0, 0, 0]), Buffer.from('WEBPVP8 webp body')]);
 const GIF = Buffer.from('GIF89a\x01\0\x01\0 gif body', 'latin1');
-const HELLO = makePdf('Hello PDF');
+const HELLO = makeTextPdf('Hello PDF');
 const b64 = (bytes: Buffer) => bytes.toString('base64');
 
 type Part = { type: string; text?: string; file?: { filename: string; file_data: string }; image_url?: { url: string } };
@@ -135,7 +113,7 @@ describe('llm block files (native PDFs and images)', () => {
   });
 
   it('(a) a PDF over the claim threshold reaches the model whole, and never enters workflow history', async () => {
-    const big = makePdf('Big PDF', 200_000);
+    const big = makeTextPdf('Big PDF', 200_000);
     expect(b64(big).length).toBeGreaterThan(250_000);
     const { deploymentId } = await publish(appGraph('pdf-model', ['doc']));
     const events = completed(await run(deploymentId, { doc: { _type: 'pdf', value: `data:application/pdf;base64,${b64(big)}` } }));
@@ -179,7 +157,7 @@ describe('llm block files (native PDFs and images)', () => {
   it('(d) file handles of the run project → a file part with the file\'s bytes and name, and an image part', async () => {
     const { deploymentId } = await publish(appGraph('pdf-model', ['scan', 'doc']));
     const projectId = await projectOf(deploymentId);
-    const report = makePdf('Quarterly report');
+    const report = makeTextPdf('Quarterly report');
     const pdfHandle = await upload(projectId, report, 'report.pdf');
     const pngHandle = await upload(projectId, PNG, 'photo.png', 'image/png');
     completed(await run(deploymentId, { scan: pngHandle, doc: { _type: 'pdf', value: pdfHandle.replace('wf-file:', 'storage://') } }));
@@ -223,7 +201,7 @@ describe('llm block files (native PDFs and images)', () => {
 
   it('without a provider count, the charge counts the prompt and hint texts, never a file\'s base64', async () => {
     llm.configure({ text: 'Seen it.', usage: null });
-    const big = makePdf('Big PDF', 100_000);
+    const big = makeTextPdf('Big PDF', 100_000);
     for (const model of ['pdf-model', 'text-model']) {
       const { deploymentId } = await publish(appGraph(model, ['doc']));
       const events = completed(await run(deploymentId, { doc: `data:application/pdf;base64,${b64(big)}` }));

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { PRIVATE_APP_MESSAGE } from '../../shared/app-runs/run-access.js';
 import { siteSettingDefinitions } from '../../shared/site-settings/schemas.js';
-import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { credentialFactory } from '../harness/credentials.js';
+import { withSetting as withSettingOf } from '../harness/settings.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { releaseTenant, releaseWith } from '../releases/fixture.js';
 import { deleteTemporalSchedules } from '../schedules/helpers.js';
@@ -87,16 +87,7 @@ describe('the shared run pipeline on every run-starting route', () => {
   const timeoutOf = async (runId: string) =>
     (await stack.db.selectFrom('runs').select('timeout_seconds').where('id', '=', runId).executeTakeFirstOrThrow()).timeout_seconds;
 
-  const withSetting = async (key: string, value: unknown, body: () => Promise<void>) => {
-    await upsertSiteSetting(stack.db, key, value);
-    stack.deps.settings.invalidate();
-    try {
-      await body();
-    } finally {
-      await stack.db.deleteFrom('site_settings').where('key', '=', key).execute();
-      stack.deps.settings.invalidate();
-    }
-  };
+  const withSetting = (key: string, value: unknown, body: () => Promise<void>) => withSettingOf(stack, key, value, body);
   const withMaxTimeout = (seconds: number, body: () => Promise<void>) => withSetting('run.max_timeout_seconds', seconds, body);
   const withBodyCap = (body: () => Promise<void>) => withSetting('run.input_limit', { ...INPUT_LIMIT_DEFAULTS, maxBodyBytes: BODY_CAP }, body);
 

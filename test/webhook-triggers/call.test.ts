@@ -4,9 +4,9 @@ import { exampleGraph } from '../../shared/app-runs/example-graph.js';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { RUN_BASE_COST_MILLI } from '../harness/billing.js';
 import { grantCredits } from '../../shared/billing/service.js';
-import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
+import { withSetting as withSettingOf } from '../harness/settings.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 
 // Reads the trigger context and one optional input, so a result shows what the run was given.
@@ -57,16 +57,7 @@ describe('POST /api/webhook-triggers/:webhookId', () => {
   const runCount = async () => (await stack.db.selectFrom('runs').select('id').execute()).length;
   const triggerRow = (webhookId: string) => stack.db.selectFrom('webhook_triggers').selectAll().where('id', '=', webhookId).executeTakeFirstOrThrow();
   const balanceOf = async (team: string) => (await stack.db.selectFrom('credit_balances').select('balance_milli').where('team_id', '=', team).executeTakeFirst())?.balance_milli ?? 0;
-  const withSetting = async (key: string, value: unknown, body: () => Promise<void>) => {
-    await upsertSiteSetting(stack.db, key, value);
-    stack.deps.settings.invalidate();
-    try {
-      await body();
-    } finally {
-      await stack.db.deleteFrom('site_settings').where('key', '=', key).execute();
-      stack.deps.settings.invalidate();
-    }
-  };
+  const withSetting = (key: string, value: unknown, body: () => Promise<void>) => withSettingOf(stack, key, value, body);
 
   beforeAll(async () => {
     stack = await createTestStack();
