@@ -64,7 +64,7 @@ export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps
         id: request.logId, schedule_id: schedule.id, project_id: schedule.project_id, run_id: runId, status: 'running',
         scheduled_at: request.scheduledAt, started_at: sql`now()` as never, result: JSON.stringify({ runId }),
       }).onConflict((oc) => oc.column('id').doNothing()).execute();
-      return { kind: 'started', runId, timeoutSeconds: workflowInput.timeoutSeconds, workflowInput, ...(admitted.startOptions ? { startOptions: admitted.startOptions } : {}), maxRetries: request.manual ? 0 : schedule.max_retries };
+      return { kind: 'started', runId, workflowInput, ...(admitted.startOptions ? { startOptions: admitted.startOptions } : {}), maxRetries: request.manual ? 0 : schedule.max_retries };
     },
 
     /** Reads the run's outcome and closes its log row. */

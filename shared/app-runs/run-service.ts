@@ -1,5 +1,4 @@
 import type { Client } from '@temporalio/client';
-import { sql } from 'kysely';
 import { assertWithinCreditLimit } from '../credentials/api-keys.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
@@ -16,9 +15,10 @@ import type { ApiSchemaField } from './graph.js';
 import { validateRunInputs, withTrigger } from './input-validation.js';
 import { TRIGGER_INPUT_KEY, checkInputLimits } from './limits.js';
 import { assertMayRun, budgetKeyOf, payingTeamOf, triggerOf, triggerSourceOf, type RunCaller } from './run-access.js';
-import { insertChargedRun, insertRunEvents, type ChargedRunRow, type StoredRunEvent } from './run-events-repository.js';
+import { finishRunWithEvents, insertChargedRun, type ChargedRunRow, type StoredRunEvent } from './run-events-repository.js';
 import { idempotencyScopeOf, findIdempotentRun, IdempotentReplay } from './run-idempotency.js';
 import { planForRun } from './run-plan.js';
+import { formatVersion, versionOfRow } from './versions.js';
 
 // The one way a run starts (DESIGN.md §3). Every run-starting route and the scheduled-run activity
 // call `startAppRun`: the deployment, access, input limits, timeout cap, snapshot, validation,
@@ -182,13 +182,14 @@ function startOptionsOf(row: ChargedRunRow, deployment: DeploymentRow): AppRunSt
     typedSearchAttributes: workflowSearchAttributes({
       teamId: row.teamId, projectId: deployment.project_id, deploymentId: deployment.id, documentId: deployment.document_id, triggerSource: row.triggerSource,
     }),
-    staticSummary: runSummary(deployment.app_name, `${deployment.version_major}.${deployment.version_minor}`),
+    staticSummary: runSummary(deployment.app_name, formatVersion(versionOfRow(deployment))),
   };
 }
 
-/** A run whose workflow never started ends with `run_error` (and the `runs` row with it). */
+/** A run whose workflow never started ends as any run ends: the final row and `run_error` in one statement. */
 async function endUnstartedRun(db: Database, runId: string): Promise<void> {
-  await db.updateTable('runs').set({ status: 'failed', error: 'could not start the run', finished_at: sql`now()` as never })
-    .where('id', '=', runId).where('status', '=', 'running').execute();
-  await insertRunEvents(db, runId, [{ key: 'run_error', event: { type: 'run_error', runId, error: 'The run could not be started', executionStatus: 'failed' } }]);
+  await finishRunWithEvents(db, runId, {
+    status: 'failed', error: 'could not start the run',
+    terminal: { type: 'run_error', payload: { runId, error: 'The run could not be started', executionStatus: 'failed' } },
+  }, []);
 }

@@ -1,4 +1,4 @@
-import { findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
+import { deploymentNotFound, findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
 import type { CrossTeamRunCaller } from '../app-runs/run-access.js';
 import { resolveDeploymentVersion } from '../app-runs/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
@@ -90,7 +90,7 @@ export async function resolveProxyCall(db: Database, principal: CrossTeamPrincip
   const deployment = pinned
     ? await findRunDeployment(db, { deploymentId: pinned }, undefined)
     : await findRunDeployment(db, { documentId: binding.document_id }, version);
-  if (pinned && !resolveDeploymentVersion([deployment], version)) throw new AppError(404, 'Deployment not found');
+  if (pinned && !resolveDeploymentVersion([deployment], version)) throw deploymentNotFound();
   const caller: CrossTeamRunCaller = {
     kind: 'cross-team', bindingId: binding.id, teamId: binding.grantee_team_id,
     userId: principal.kind === 'schedule' ? null : principal.userId,

@@ -1,4 +1,4 @@
-import { findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
+import { deploymentNotFound, findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
 import { parseVersionRequest, resolveDeploymentVersion } from '../app-runs/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
@@ -41,7 +41,7 @@ export async function matchGatewayCall(db: Database, call: { alias: string; vers
 export async function endpointDeployment(db: Database, endpoint: ReleaseEndpoint): Promise<DeploymentRow> {
   if (endpoint.deploymentId) {
     const deployment = await findLiveRunDeployment(db, endpoint.deploymentId);
-    if (!deployment) throw new AppError(404, 'Deployment not found');
+    if (!deployment) throw deploymentNotFound();
     return deployment;
   }
   if (endpoint.documentId) return findRunDeployment(db, { documentId: endpoint.documentId }, undefined);

@@ -35,7 +35,8 @@ export type ScheduledAttempt =
       workflowInput?: AppRunInput;
       /** Its search attributes and summary (absent in older histories). */
       startOptions?: AppRunStartOptions;
-      timeoutSeconds: number | null;
+      /** Only in histories from before `workflowInput`: the child's timeout. */
+      timeoutSeconds?: number | null;
     };
 
 export interface FinishedAttempt { status: ScheduleLogStatus; error: string | null; result: RunResult }

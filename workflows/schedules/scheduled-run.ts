@@ -35,7 +35,7 @@ export async function scheduledRunWorkflow(input: ScheduledRunInput): Promise<Sc
       await executeChild(appRunWorkflow, {
         workflowId: workflowIds.appRun(started.runId),
         taskQueue: info.taskQueue,
-        args: [started.workflowInput ?? { runId: started.runId, trace: false, timeoutSeconds: started.timeoutSeconds }],
+        args: [started.workflowInput ?? { runId: started.runId, trace: false, timeoutSeconds: started.timeoutSeconds ?? null }],
         ...started.startOptions,
       });
     } catch (error) {

@@ -16,12 +16,14 @@ export const RUN_BODY_CEILING_BYTES = 64 * 1024 * 1024;
  */
 export function checkRunBodySizeBeforeParsing(app: FastifyInstance, deps: Pick<AppDeps, 'settings'>): void {
   app.addHook('preParsing', async (request, _reply, payload) => {
-    const limits = await deps.settings.get('run.input_limit');
     const length = Number(request.headers['content-length']);
     if (Number.isFinite(length)) {
-      checkBodySize(length, limits);
+      checkBodySize(length, await deps.settings.get('run.input_limit'));
       return payload;
     }
+    // HTTP/1.1: a body without Content-Length is chunked; without either there is no body to count.
+    if (request.headers['transfer-encoding'] === undefined) return payload;
+    const limits = await deps.settings.get('run.input_limit');
     let received = 0;
     return payload.pipe(new Transform({
       transform(chunk: Buffer, _encoding, callback) {
