@@ -10,6 +10,7 @@ import { PgListener } from '../shared/db/listener.js';
 import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createRateLimiter } from '../shared/rate-limit/rate-limiter.js';
 import { loadSecretKeyRing } from '../shared/secrets/key-ring.js';
+import { TemporalAvailability } from '../temporal/availability.js';
 import { connectTemporalClient } from '../temporal/connection.js';
 import type { AppDeps } from './deps.js';
 
@@ -21,7 +22,7 @@ export async function connectAppDeps(
 ): Promise<AppDeps & { temporal: { connection: NativeConnection }; close(): Promise<void> }> {
   // First: a bad key file fails the start before any connection is opened.
   const secrets = await loadSecretKeyRing(config);
-  const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api', onIdleError: (e) => log(`idle database connection lost: ${e.message}`) });
+  const db = createDb(targets.databaseUrl, { poolSize: config.DATABASE_POOL_SIZE, applicationName: 'wfapp-api', onConnectionError: (e) => log(`database connection lost: ${e.message}`) });
   const listener = new PgListener(targets.databaseUrl, (error) => log(`database listener: ${error.message}`));
   const settings = new SiteSettingsCache(db, { onInvalid: (key, reason) => log(`site setting ${key} is invalid, using defaults: ${reason}`) });
   settings.follow(listener);
@@ -31,14 +32,16 @@ export async function connectAppDeps(
   deployments.follow(listener);
   await listener.start();
   const temporal = await connectTemporalClient(targets.temporalAddress, config.TEMPORAL_NAMESPACE);
+  const availability = new TemporalAvailability(temporal.connection, { log });
   const idp = await createIdentityProvider(config);
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
   const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL, onError: (e) => log(`rate-limit store (Redis): ${e.message}`) });
   return {
     config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets,
-    temporal: { client: temporal.client, connection: temporal.connection },
+    temporal: { client: temporal.client, connection: temporal.connection, availability },
     async close() {
+      availability.close();
       await temporal.close();
       await rateLimiter.close();
       await listener.close();

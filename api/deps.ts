@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { TemporalAvailability } from '../temporal/availability.js';
 import type { TemporalHealthConnection } from '../temporal/connection.js';
 import type { Config } from '../shared/config.js';
 import type { Database } from '../shared/db/client.js';
@@ -15,7 +16,8 @@ import type { SecretKeyRing } from '../shared/secrets/key-ring.js';
 export interface AppDeps {
   config: Config;
   db: Database;
-  temporal: { client: Client; connection: TemporalHealthConnection };
+  /** `availability` tells whether Temporal answered lately, so requests that need it fail fast during an outage. */
+  temporal: { client: Client; connection: TemporalHealthConnection; availability: TemporalAvailability };
   settings: SiteSettingsCache;
   runEvents: RunEventHub;
   /** The live deployments of documents, as the run endpoints look them up (evicted by NOTIFY). */

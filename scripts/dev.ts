@@ -1,7 +1,8 @@
 // `npm start`: the whole stack on embedded defaults, in one process you stop with Ctrl-C.
 // Starts what is missing (PostgreSQL, Temporal dev server with its UI), migrates, seeds a demo
-// tenant, runs the worker and the API, and prints where everything is.
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+// tenant, runs the worker and the API, and prints where everything is. PostgreSQL, Temporal and
+// the worker are supervised: one that dies comes back on the same address (scripts/dev/supervisor.ts).
+import { mkdir, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Runtime } from '@temporalio/worker';
@@ -10,25 +11,31 @@ import { buildApp } from '../api/app.js';
 import { connectAppDeps } from '../api/connect-deps.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb } from '../shared/db/client.js';
-import { startEmbeddedPostgres } from '../shared/db/embedded.js';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../shared/db/embedded.js';
 import { migrateToLatest } from '../shared/db/migrate.js';
 import { findFreePort, isPortFree } from '../shared/ports.js';
-import { startTemporalDevServer } from '../temporal/dev-server.js';
+import { startTemporalDevServer, type DevServerHandle } from '../temporal/dev-server.js';
 import { bundleWorkflows } from '../worker/bundle.js';
 import { startWorkers } from '../worker/start.js';
+import { superviseWorkers } from '../worker/supervise-workers.js';
+import { runtimeFile, type RuntimeInfo } from './dev/runtime-file.js';
 import { seedDemoTenant } from './dev/seed-demo.js';
+import { supervise, type SupervisedChild, type Supervisor } from '../shared/supervisor.js';
+import { startWorkerProcess } from './dev/worker-process.js';
 
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const startedAt = performance.now();
 const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
 await mkdir(config.DATA_DIR, { recursive: true });
-const runtimeFile = path.join(config.DATA_DIR, 'runtime.json');
+const runtime = runtimeFile(path.join(config.DATA_DIR, 'runtime.json'));
 
 // We own shutdown order (API, worker, Temporal, PostgreSQL), so the SDK must not act on signals itself.
 Runtime.install({ shutdownSignals: [] });
 
 const STEP_TIMEOUT_MS = 5_000;
 const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];
+type ChildKey = keyof RuntimeInfo['children'];
+const supervised: Partial<Record<ChildKey, Supervisor>> = {};
 let stopping = false;
 /**
  * Ordered shutdown. Repeated signals are expected, not a request to hurry: Ctrl-C reaches this
@@ -38,6 +45,9 @@ async function stop(exitCode: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   say('stopping…');
+  // From here an exit is expected (a terminal's Ctrl-C also reaches PostgreSQL, in our process
+  // group): nothing is restarted, and each child is stopped in its turn below.
+  for (const supervisor of Object.values(supervised)) supervisor.stopRestarting();
   // The watchdog also keeps the event loop alive: some SDK shutdown steps settle from native
   // threads that hold no Node handle, and the process would otherwise exit halfway through.
   setTimeout(() => { say('stop took too long; exiting'); process.exit(1); }, 45_000);
@@ -57,31 +67,58 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal
 // A crash must still stop the servers we started (Temporal runs in its own process group).
 process.on('uncaughtException', (error) => { say(`crashed: ${error.stack ?? error.message}`); void stop(1); });
 
+// runtime.json names the supervised pids, so it is rewritten whenever a child comes back.
+let runtimeInfo: Omit<RuntimeInfo, 'children'> | null = null;
+const writeRuntime = async () => {
+  if (!runtimeInfo) return;
+  const pid = (key: ChildKey) => supervised[key]?.pid ?? null;
+  await runtime.write({ ...runtimeInfo, children: { postgres: pid('postgres'), temporal: pid('temporal'), worker: pid('worker') } });
+};
+/** A supervised child: a restart rewrites runtime.json with its new pid. */
+const superviseChild = (name: string, start: () => Promise<SupervisedChild>) => supervise({ name, start, log: say, onRestart: writeRuntime });
+/** Records a supervisor (its pid goes into runtime.json) and stops it in its turn. */
+async function keepRunning(key: ChildKey, name: string, made: Promise<Supervisor>): Promise<void> {
+  const supervisor = await made;
+  supervised[key] = supervisor;
+  cleanups.push({ name, run: () => supervisor.stop() });
+}
+
 try {
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     say('starting embedded PostgreSQL…');
-    const postgres = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), persistent: true });
-    cleanups.push({ name: 'PostgreSQL', run: () => postgres.stop() });
-    const admin = new pg.Client({ connectionString: postgres.url });
+    // Restarts demand the first start's port and data: every pool already points there.
+    let postgres: EmbeddedPostgresHandle | undefined;
+    await keepRunning('postgres', 'PostgreSQL', superviseChild('PostgreSQL', async () => {
+      postgres = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), persistent: true, port: postgres?.port });
+      return postgres;
+    }));
+    const admin = new pg.Client({ connectionString: postgres!.url });
     await admin.connect();
     const exists = await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'wfapp'`);
     if (exists.rowCount === 0) await admin.query('CREATE DATABASE wfapp');
     await admin.end();
-    databaseUrl = postgres.urlFor('wfapp');
+    databaseUrl = postgres!.urlFor('wfapp');
   }
 
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let temporalUi = config.TEMPORAL_ADDRESS ? '(external Temporal: see its own UI)' : '';
   if (!temporalAddress) {
     say('starting Temporal dev server…');
-    const temporal = await startTemporalDevServer({
-      namespace: config.TEMPORAL_NAMESPACE, uiPort: config.TEMPORAL_UI_PORT,
-      dbFile: path.join(config.DATA_DIR, 'temporal.sqlite'), log: say,
-    });
-    cleanups.push({ name: 'Temporal', run: () => temporal.stop() });
-    temporalAddress = temporal.address;
-    temporalUi = temporal.uiUrl ?? '';
+    // Restarts reuse the frontend and UI ports (clients reconnect to the same address) and the
+    // SQLite store, so workflows in flight carry on.
+    let temporal: DevServerHandle | undefined;
+    await keepRunning('temporal', 'Temporal', superviseChild('Temporal', async () => {
+      temporal = await startTemporalDevServer({
+        namespace: config.TEMPORAL_NAMESPACE,
+        port: temporal ? Number(temporal.address.split(':').at(-1)) : undefined,
+        uiPort: temporal?.uiUrl ? Number(new URL(temporal.uiUrl).port) : config.TEMPORAL_UI_PORT,
+        dbFile: path.join(config.DATA_DIR, 'temporal.sqlite'), log: say,
+      });
+      return temporal;
+    }));
+    temporalAddress = temporal!.address;
+    temporalUi = temporal!.uiUrl ?? '';
   }
 
   const db = createDb(databaseUrl, { poolSize: 2, applicationName: 'wfapp-start' });
@@ -89,13 +126,25 @@ try {
   const demo = await seedDemoTenant(db, config.DATA_DIR);
   await db.destroy();
 
-  // The workers share the API's Temporal connection, so the runs the API starts are handed to them
-  // eagerly (worker/start.ts). Stopped in reverse: API, workers, then the connections.
   const deps = await connectAppDeps(config, { databaseUrl, temporalAddress }, say);
   cleanups.push({ name: 'API connections', run: () => deps.close() });
-  const workers = await startWorkers({ config, databaseUrl, temporalAddress, workflowBundle: await bundleWorkflows(), connection: deps.temporal.connection, log: say });
-  cleanups.push({ name: 'workers', run: () => workers.shutdown() });
-  workers.done.catch((error: Error) => { say(`worker failed: ${error.message}`); void stop(1); });
+  const workflowBundle = await bundleWorkflows();
+  if (config.START_WORKER === 'process') {
+    // The production entry in a child process, on a bundle made once here (restarts skip webpack).
+    const bundlePath = path.join(config.DATA_DIR, 'workflow-bundle.js');
+    await writeFile(bundlePath, workflowBundle.code);
+    const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.DATA_DIR, LOG_LEVEL: config.LOG_LEVEL, WORKFLOW_BUNDLE_PATH: bundlePath };
+    // Its lines go out as `[worker] …`, beside ours (`[start] …`).
+    const echo = (line: string) => process.stdout.write(`${line}\n`);
+    await keepRunning('worker', 'worker', superviseChild('worker', () => startWorkerProcess(env, echo)));
+  } else {
+    // The workers share the API's Temporal connection, so the runs the API starts are handed to
+    // them eagerly (worker/start.ts). Stopped in reverse: API, workers, then the connections.
+    const connection = deps.temporal.connection;
+    await keepRunning('worker', 'worker', superviseWorkers({
+      connection, log: say, start: () => startWorkers({ config, databaseUrl, temporalAddress, workflowBundle, connection, log: say }),
+    }));
+  }
   const app = await buildApp(deps);
   cleanups.push({ name: 'API', run: () => app.close() });
   const port = (process.env.PORT || (await isPortFree(config.PORT))) ? config.PORT : await findFreePort();
@@ -103,8 +152,9 @@ try {
   const { port: boundPort } = app.server.address() as AddressInfo; // PORT=0 asks for any free port
   const apiUrl = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${boundPort}`;
 
-  await writeFile(runtimeFile, JSON.stringify({ pid: process.pid, apiUrl, databaseUrl, temporalAddress }), { mode: 0o600 });
-  cleanups.unshift({ name: 'runtime file', run: () => rm(runtimeFile, { force: true }) });
+  runtimeInfo = { pid: process.pid, apiUrl, databaseUrl, temporalAddress, demo: { apiKey: demo.apiKey, deploymentId: demo.deploymentId, teamId: demo.teamId } };
+  await writeRuntime();
+  cleanups.unshift({ name: 'runtime file', run: () => runtime.remove() });
 
   const seconds = ((performance.now() - startedAt) / 1000).toFixed(1);
   process.stdout.write([

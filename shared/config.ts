@@ -33,9 +33,17 @@ const envSchema = z.object({
   /** Appended to every task queue name, so several deployments (or test files) can share a namespace. */
   TEMPORAL_TASK_QUEUE_SUFFIX: optionalString,
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+  /** `npm start` runs the worker in its own process (`process`, restarted when it dies: for chaos tests) or in the API's (`inline`). */
+  START_WORKER: z.enum(['inline', 'process']).default('inline'),
   WORKFLOW_BUNDLE_PATH: optionalString,
   /** How often the worker makes Temporal Schedules match the schedule rows (it also does so at start). */
   SCHEDULE_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /** How often a worker makes the workflow starts recorded in the outbox that are due (shared/workflow-starts/). */
+  WORKFLOW_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
+  /** How often a worker looks for open runs that no workflow will end (shared/app-runs/run-reconciler.ts). */
+  RUN_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
+  /** Open runs younger than this are left to their workflow. */
+  RUN_RECONCILE_MIN_AGE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   REDIS_URL: optionalString,
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),

@@ -1,18 +1,26 @@
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 
-/** Short database writes: quick to time out, retried with backoff because they are idempotent. */
+/**
+ * Short database writes: quick to time out, retried with backoff because they are idempotent.
+ * Retried for as long as a database outage plausibly lasts (a restart, a failover), not a fixed
+ * count of attempts: a run must not fail because PostgreSQL restarted under it.
+ */
 export const databaseActivity: ActivityOptions = {
   startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 5 },
+  scheduleToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
 };
 
 /**
  * Run-event appends and the run's final write, as local activities: a step of a run costs no
  * round trip through the Temporal server. Idempotent (keyed events, final write only while running).
+ * Retried through a database outage like `databaseActivity`; should one outlast ten minutes, the
+ * run reconciler ends the run the workflow could not (shared/app-runs/run-reconciler.ts).
  */
 export const runEventsLocalActivity: LocalActivityOptions = {
   startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 8 },
+  scheduleToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
 };
 
 /** `http` blocks: one request with redirects, 30 s each; network errors retried, refusals are not. */
@@ -28,7 +36,10 @@ export const httpBlockActivity: ActivityOptions = {
 export const llmBlockActivity: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 3 },
+  // No cap on attempts here: a worker or database restart mid-block costs an attempt and must not
+  // cost the block. The provider's own failures stop after five tries (activities/app-runs/llm-block.ts).
+  scheduleToCloseTimeout: '15 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds' },
 };
 
 /** PDF inputs: read (≤ 20 MiB) and convert to text; unreadable PDFs fail without retry. */

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
+import { withParentDeathSignal } from '../shared/parent-death-signal.js';
 import { findFreePort, isPortFree, waitForPort } from '../shared/ports.js';
 import { noTemporalMessage, resolveTemporalCli } from './cli-binary.js';
 import { searchAttributeDefinitions, searchAttributeKeys, temporalCliTypeName } from './search-attributes.js';
@@ -11,11 +11,21 @@ export interface DevServerHandle {
   uiUrl: string | null;
   /** The server's process id (the bench reads its CPU time), when we spawned it. */
   pid: number | null;
+  /**
+   * Resolves when the server ends, whoever ended it (`npm start` restarts it: scripts/dev/supervisor.ts).
+   * Never resolves for the SDK's download, whose process we do not see.
+   */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stop(): Promise<void>;
 }
 
 export interface DevServerOptions {
   namespace: string;
+  /**
+   * Exactly this frontend port (the start fails when it is taken): a restart must come back where
+   * every connection already points. Omitted: a free port.
+   */
+  port?: number;
   /** Serve the Web UI on this port (falls back to a free port when it is taken); omit for headless. */
   uiPort?: number;
   /** SQLite file to keep workflow history across restarts; omit for an in-memory server. */
@@ -23,11 +33,12 @@ export interface DevServerOptions {
   log?: (line: string) => void;
 }
 
-/** Starts `temporal server start-dev` (or the SDK's download of it) on free loopback ports. */
+/** Starts `temporal server start-dev` (or the SDK's download of it) on loopback ports, free ones unless given. */
 export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServerHandle> {
   const log = options.log ?? (() => {});
   const source = await resolveTemporalCli(log);
-  const port = await findFreePort();
+  if (options.port !== undefined && !(await isPortFree(options.port))) throw new Error(`port ${options.port} is still in use`);
+  const port = options.port ?? await findFreePort();
   const uiPort = options.uiPort === undefined
     ? undefined
     : (await isPortFree(options.uiPort)) ? options.uiPort : await findFreePort();
@@ -44,7 +55,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
           searchAttributes: Object.values(searchAttributeKeys),
         },
       });
-      return { address: env.address, uiUrl, pid: null, stop: () => env.teardown() };
+      return { address: env.address, uiUrl, pid: null, exited: new Promise(() => {}), stop: () => env.teardown() };
     } catch (error) {
       throw new Error(`${noTemporalMessage}\n(The SDK download failed: ${(error as Error).message})`, { cause: error });
     }
@@ -73,13 +84,13 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const remember = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-4000); };
   child.stdout?.on('data', remember);
   child.stderr?.on('data', remember);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => {
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => {
     if (process.env.DEBUG_STOP) log(`temporal exited code=${code} signal=${signal} ${output.slice(-500)}`);
-    resolve(code);
+    resolve({ code, signal });
   }));
 
   try {
-    const exitedEarly = exited.then((code) => Promise.reject(new Error(`temporal exited with code ${code}: ${output}`)));
+    const exitedEarly = exited.then(({ code }) => Promise.reject(new Error(`temporal exited with code ${code}: ${output}`)));
     exitedEarly.catch(() => {}); // once serving, a later exit is reported by stop(), not as an unhandled rejection
     await Promise.race([waitUntilServing(address, options.namespace), exitedEarly]);
   } catch (error) {
@@ -87,7 +98,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     throw error;
   }
   log(`Temporal dev server (${source.origin}: ${source.path}) on ${address}`);
-  return { address, uiUrl, pid: child.pid ?? null, stop: () => stopChild(child, exited) };
+  return { address, uiUrl, pid: child.pid ?? null, exited, stop: () => stopChild(child, exited) };
 }
 
 async function waitUntilServing(address: string, namespace: string, timeoutMs = 60_000): Promise<void> {
@@ -114,18 +125,7 @@ async function waitUntilServing(address: string, namespace: string, timeoutMs = 
   }
 }
 
-/**
- * On Linux the server is started through util-linux's `setpriv --pdeathsig TERM`, which execs it
- * with prctl(PR_SET_PDEATHSIG): when this process dies, even by SIGKILL where no handler runs, the
- * kernel sends the server SIGTERM. Its own process group keeps it from a terminal's Ctrl-C, so
- * without this a crashed `npm start`, test run or bench left a server behind, using CPU and memory.
- */
-function withParentDeathSignal(command: string, args: string[]): [string, string[]] {
-  const setpriv = '/usr/bin/setpriv';
-  return process.platform === 'linux' && existsSync(setpriv) ? [setpriv, ['--pdeathsig', 'TERM', '--', command, ...args]] : [command, args];
-}
-
-async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+async function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);

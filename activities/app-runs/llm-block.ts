@@ -160,6 +160,9 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
         await writer.discard();
         if (error instanceof LlmError) {
           if (!error.retryable) throw ApplicationFailure.nonRetryable(error.message, 'LlmRequestRejected');
+          // The provider's own failures get a fixed number of tries; the policy has no cap of its
+          // own, so that a database outage or a worker restart never costs the block.
+          if ((context?.info.attempt ?? 1) >= PROVIDER_ATTEMPTS) throw ApplicationFailure.nonRetryable(error.message, 'LlmProviderFailed');
           // An ordinary Error (Temporal reports its type as `LlmError`): retried by the activity's retry policy.
           throw error;
         }
@@ -224,6 +227,9 @@ function providerHost(baseUrl: string): string {
 }
 
 /** The activity's Context, or undefined when called outside Temporal (tests, scripts). */
+/** Tries of one `llm` block against a provider that keeps failing (5xx, stalls, unreachable). */
+export const PROVIDER_ATTEMPTS = 5;
+
 function activityContext(): Context | undefined {
   try {
     return Context.current();

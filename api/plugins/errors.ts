@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { dependencyUnavailable, unavailableDependency } from '../../shared/dependency-errors.js';
 import { AppError } from '../../shared/errors.js';
 
 /**
@@ -22,12 +23,20 @@ export function useErrorEnvelope(app: FastifyInstance, envelope: ErrorEnvelope):
   });
 }
 
-interface Problem { status: number; error: string; message: string; extra: Record<string, unknown> }
+interface Problem {
+  status: number; error: string; message: string; extra: Record<string, unknown>;
+  /** Set whatever the envelope: even the plain-text payment family keeps `Retry-After`. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+const fromAppError = (error: AppError): Problem =>
+  ({ status: error.status, error: error.error, message: error.message, extra: error.extra, headers: error.headers });
 
 function toProblem(error: FastifyError | AppError | Error): Problem {
-  if (error instanceof AppError) {
-    return { status: error.status, error: error.error, message: error.message, extra: error.extra };
-  }
+  if (error instanceof AppError) return fromAppError(error);
+  // A dependency that cannot be reached is not our bug: 503 with Retry-After, naming which one.
+  const dependency = unavailableDependency(error);
+  if (dependency) return fromAppError(dependencyUnavailable(dependency));
   if (hasZodFastifySchemaValidationErrors(error)) {
     const details = error.validation.map((issue) => ({
       field: [error.validationContext, ...issue.instancePath.split('/').filter(Boolean)].join('.'),
@@ -60,6 +69,10 @@ function toProblem(error: FastifyError | AppError | Error): Problem {
 
 function send(reply: FastifyReply, envelope: ErrorEnvelope, p: Problem) {
   reply.code(p.status);
+  if (p.headers) reply.headers(p.headers);
+  // A route that failed after choosing a stream type (an event stream whose first read found the
+  // database gone) still answers its error as JSON: Fastify refuses an object body of another type.
+  if (envelope !== 'payment') reply.type('application/json; charset=utf-8');
   switch (envelope) {
     case 'public':
       return reply.send({ success: false, error: { code: p.error, message: p.message } });
@@ -77,7 +90,11 @@ function send(reply: FastifyReply, envelope: ErrorEnvelope, p: Problem) {
 export const errorsPlugin = fp(async (app) => {
   app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     const problem = toProblem(error);
-    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    // An outage is operations, not a defect in this service: warn, naming the dependency, so the
+    // error level stays for bugs (/readyz reports the outage itself). The same when a route refused
+    // early with dependencyUnavailable() (TemporalAvailability), which arrives as an AppError.
+    if (problem.error === 'dependency_unavailable') request.log.warn({ err: error, dependency: problem.extra.dependency }, 'dependency unavailable');
+    else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ status: problem.status, error: problem.error }, 'request refused');
     return send(reply, request.routeOptions.config.errorEnvelope ?? 'standard', problem);
   });

@@ -1,7 +1,11 @@
 import type { Database } from '../db/client.js';
 import type { PgListener } from '../db/listener.js';
+import { isDatabaseUnavailable } from '../dependency-errors.js';
 import { RUN_EVENTS_CHANNEL, terminalEventTypes } from './events.js';
 import { readRunEventsAfter, type StoredRunEvent } from './run-events-repository.js';
+
+/** How long a follower of a run waits through a database outage before it gives up. */
+const OUTAGE_PATIENCE_MS = 60_000;
 
 /**
  * Streams a run's events from the table: everything after `afterId`, then whatever arrives, until
@@ -34,6 +38,7 @@ export class RunEventHub {
 
   async *events(db: Database, runId: string, options: { afterId?: number; signal?: AbortSignal; pollMs?: number } = {}): AsyncGenerator<StoredRunEvent> {
     let lastId = options.afterId ?? 0;
+    let outageSince: number | null = null;
     for (;;) {
       if (options.signal?.aborted) return;
       // Register interest before reading, so an event committed between the read and the wait still wakes us.
@@ -41,7 +46,17 @@ export class RunEventHub {
       const onAbort = () => next.cancel();
       options.signal?.addEventListener('abort', onAbort, { once: true });
       try {
-        const batch = await readRunEventsAfter(db, runId, lastId);
+        let batch: StoredRunEvent[] = [];
+        try {
+          batch = await readRunEventsAfter(db, runId, lastId);
+          outageSince = null;
+        } catch (error) {
+          // A follower outlives a database restart: it reads on once PostgreSQL answers (its run
+          // goes on meanwhile), and gives up, as 503, only when the outage lasts.
+          if (!isDatabaseUnavailable(error)) throw error;
+          outageSince ??= Date.now();
+          if (Date.now() - outageSince > OUTAGE_PATIENCE_MS) throw error;
+        }
         for (const event of batch) {
           lastId = event.id;
           yield event;

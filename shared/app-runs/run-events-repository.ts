@@ -2,6 +2,8 @@ import { sql, type RawBuilder } from 'kysely';
 import { executePrepared, type Database } from '../db/client.js';
 import type { RunStatus } from '../db/types.js';
 import { newId } from '../ids.js';
+import { insertWorkflowStart, unclaimed, type WorkflowStart } from '../workflow-starts/outbox.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { KeyedRunEvent } from './contracts.js';
 import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEventType } from './events.js';
 
@@ -78,6 +80,7 @@ export interface RunEnding {
  * Appends the walk's last events and the terminal one and makes the `runs` row final, in one
  * statement: a reader that sees the terminal event finds the row final. `run_complete` gets
  * `duration` from the database clock (from the row's creation) and is also the row's `result`.
+ * A start of the run still in the outbox is done with: the run has ended.
  * Returns whether this call finished the run (false: it was already finished).
  */
 export async function finishRunWithEvents(db: Database, runId: string, ending: RunEnding, events: KeyedRunEvent[]): Promise<boolean> {
@@ -94,6 +97,8 @@ export async function finishRunWithEvents(db: Database, runId: string, ending: R
         finished_at = now()
       WHERE id = ${runId}::uuid AND status = 'running'
       RETURNING coalesce(result, ${terminalPayload}::jsonb) AS terminal_payload
+    ), start_done AS (
+      DELETE FROM workflow_starts WHERE workflow_id = ${workflowIds.appRun(runId)} AND EXISTS (SELECT 1 FROM finished)
     ), appended AS (
       INSERT INTO run_events (run_id, event_key, type, payload)
       SELECT ${runId}::uuid, walk.key, walk.type, walk.payload FROM (
@@ -141,16 +146,23 @@ export interface ChargedRunRow {
 }
 
 /**
- * Charges the paying team, inserts the `runs` row, its credit transaction, the API key's usage and
- * the `run_start` event, and NOTIFYs `run_events` — one statement, so one round trip and one commit
+ * Charges the paying team, inserts the `runs` row, its credit transaction, the API key's usage,
+ * the `run_start` event and the workflow start, and NOTIFYs `run_events` — one statement, so one round trip and one commit
  * stand between a run request and its first streamed byte. Every part hangs off the `charged` row:
  * when the balance is short nothing is written and the result is null (402 for the caller).
  * Foreign keys between the parts are checked at the end of the statement, so the run_start event
  * may name the run inserted beside it.
  */
-export async function insertChargedRun(db: Database, run: ChargedRunRow, costMilli: number): Promise<{ startEvent: StoredRunEvent } | null> {
+export async function insertChargedRun(
+  db: Database, run: ChargedRunRow, costMilli: number, outbox?: { start: WorkflowStart; graceSeconds: number },
+): Promise<{ startEvent: StoredRunEvent } | null> {
   const startPayload = { runId: run.runId, documentId: run.documentId };
-  const rows = await executePrepared(db, 'insert_charged_run', sql<{ start_event_id: string }>`
+  // The run's workflow start, recorded with it (shared/workflow-starts/outbox.ts); absent when a
+  // parent workflow starts the run as its child (a scheduled run), which Temporal itself makes durable.
+  const recordStart = outbox
+    ? sql`, recorded_start AS (${insertWorkflowStart(outbox.start, { graceSeconds: outbox.graceSeconds, condition: sql`EXISTS (SELECT 1 FROM inserted_run)` })})`
+    : sql``;
+  const rows = await executePrepared(db, outbox ? 'insert_charged_run_and_start' : 'insert_charged_run', sql<{ start_event_id: string }>`
     WITH charged AS (
       UPDATE credit_balances SET balance_milli = balance_milli - ${costMilli}, updated_at = now()
       WHERE team_id = ${run.teamId} AND balance_milli >= ${costMilli}
@@ -171,9 +183,72 @@ export async function insertChargedRun(db: Database, run: ChargedRunRow, costMil
       INSERT INTO run_events (run_id, event_key, type, payload)
       SELECT id, 'run_start', 'run_start', ${JSON.stringify(startPayload)}::jsonb FROM inserted_run
       RETURNING id
-    )
+    )${recordStart}
     SELECT id AS start_event_id, pg_notify(${RUN_EVENTS_CHANNEL}, ${run.runId}) FROM start_event
   `.compile(db));
   // bigserial arrives as a string from pg.
   return rows[0] ? { startEvent: { id: Number(rows[0].start_event_id), type: 'run_start', payload: startPayload } } : null;
+}
+
+/** How a run ends that its workflow did not end: never started, or no longer known to Temporal. */
+export interface EndingWithoutWorkflow {
+  /** Only while the start is still recorded and no dispatcher holds it: the requester withdrawing its own start. */
+  withdraw: boolean;
+  /** `runs.error` */
+  error: string;
+  /** `run_error.error` and `executionStatus` */
+  message: string;
+  executionStatus: string;
+}
+
+export const notStarted = (withdraw: boolean): EndingWithoutWorkflow =>
+  ({ withdraw, error: 'not_started', message: 'The run could not be started', executionStatus: 'not_started' });
+
+/**
+ * Ends a run that no workflow will end, and refunds it when it never ran, in one statement
+ * (docs/billing.md "Charges follow work"): the row becomes `failed`, `run_error` is appended, the
+ * run's recorded start and its Idempotency-Key are removed (a client that retries gets a new run,
+ * not this one), and when no event but `run_start` was ever written the `run:<runId>` charge is
+ * reversed by a `run_refund` row (`refund:run:<runId>`: unique, so never twice) on the team
+ * balance and the key's usage. Returns whether this call ended the run.
+ */
+export async function endRunWithoutWorkflow(db: Database, runId: string, ending: EndingWithoutWorkflow): Promise<boolean> {
+  const workflowId = workflowIds.appRun(runId);
+  const payload = JSON.stringify({ runId, error: ending.message, executionStatus: ending.executionStatus });
+  const [row] = await executePrepared(db, 'end_run_without_workflow', sql<{ ended: boolean; refunded: boolean }>`
+    WITH released AS (
+      DELETE FROM workflow_starts WHERE ${unclaimed(workflowId)}
+      RETURNING 1
+    ), ended AS (
+      UPDATE runs SET status = 'failed', error = ${ending.error}::text, finished_at = now()
+      WHERE id = ${runId}::uuid AND status = 'running' AND (NOT ${ending.withdraw}::boolean OR EXISTS (SELECT 1 FROM released))
+      RETURNING team_id, api_key_id
+    ), forgotten_key AS (
+      DELETE FROM run_idempotency_keys WHERE run_id = ${runId}::uuid AND EXISTS (SELECT 1 FROM ended)
+    ), idle AS (
+      SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM run_events WHERE run_id = ${runId}::uuid AND type <> 'run_start')
+    ), refund AS (
+      INSERT INTO credit_transactions (id, team_id, amount_milli, reason, reference, created_by)
+      SELECT ${newId()}::uuid, t.team_id, -t.amount_milli, 'run_refund', ${`refund:run:${runId}`}::text, NULL
+      FROM credit_transactions t JOIN ended ON ended.team_id = t.team_id
+      WHERE t.reference = ${`run:${runId}`} AND EXISTS (SELECT 1 FROM idle)
+      ON CONFLICT (team_id, reference) WHERE reference IS NOT NULL DO NOTHING
+      RETURNING team_id, amount_milli
+    ), balance AS (
+      UPDATE credit_balances b SET balance_milli = b.balance_milli + refund.amount_milli, updated_at = now()
+      FROM refund WHERE b.team_id = refund.team_id
+    ), key_usage AS (
+      UPDATE api_keys k SET usage_credits = k.usage_credits - refund.amount_milli
+      FROM refund, ended WHERE k.id = ended.api_key_id
+    ), terminal AS (
+      INSERT INTO run_events (run_id, event_key, type, payload)
+      SELECT ${runId}::uuid, 'run_error', 'run_error', ${payload}::jsonb FROM ended
+      ON CONFLICT (run_id, event_key) DO NOTHING
+      RETURNING 1
+    ), notified AS (
+      SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM terminal)
+    )
+    SELECT EXISTS (SELECT 1 FROM ended) AS ended, EXISTS (SELECT 1 FROM refund) AS refunded, (SELECT count(*) FROM notified) AS notified
+  `.compile(db));
+  return row?.ended === true;
 }

@@ -1,12 +1,13 @@
-import type { Client } from '@temporalio/client';
 import { assertWithinCreditLimit } from '../credentials/api-keys.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { runBaseCostMilli } from '../billing/pricing.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
+import type { WorkflowStart } from '../workflow-starts/outbox.js';
+import { planStart, startNowOrFallBack, type StartPathDeps, type WhenEngineDown } from '../workflow-starts/start-path.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
-import { runSummary, workflowSearchAttributes } from '../../temporal/search-attributes.js';
+import { runSummary, workflowSearchAttributes, type WorkflowSearchMeta } from '../../temporal/search-attributes.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { AppRunInput, AppRunStartOptions } from './contracts.js';
 import type { DeploymentCache } from './deployment-cache.js';
@@ -15,7 +16,7 @@ import type { ApiSchemaField } from './graph.js';
 import { validateRunInputs, withTrigger } from './input-validation.js';
 import { TRIGGER_INPUT_KEY, checkInputLimits } from './limits.js';
 import { assertMayRun, budgetKeyOf, payingTeamOf, triggerOf, triggerSourceOf, type RunCaller } from './run-access.js';
-import { finishRunWithEvents, insertChargedRun, type ChargedRunRow, type StoredRunEvent } from './run-events-repository.js';
+import { endRunWithoutWorkflow, insertChargedRun, notStarted, type ChargedRunRow, type StoredRunEvent } from './run-events-repository.js';
 import { idempotencyScopeOf, findIdempotentRun, IdempotentReplay } from './run-idempotency.js';
 import { planForRun } from './run-plan.js';
 import { formatVersion, versionOfRow } from './versions.js';
@@ -45,6 +46,13 @@ export interface AppRunRequest {
   trace?: boolean;
   /** `Idempotency-Key` and a hash of what was asked: a repeat within 24 h gets the same run. */
   idempotency?: { key: string; requestHash: string };
+  /**
+   * What the caller gets while Temporal cannot be reached (docs/app-runs.md "During an outage"):
+   * `queue` (a stream) records the run and its start, which the dispatcher makes once Temporal
+   * answers, while the stream waits; `refuse` (a caller waiting for the JSON result) gets 503
+   * `dependency_unavailable` and nothing is charged. Default `refuse`.
+   */
+  whenEngineDown?: WhenEngineDown;
 }
 
 export interface AdmittedRun {
@@ -59,10 +67,15 @@ export interface AdmittedRun {
   workflowInput?: AppRunInput;
   /** What every start of it sets, so operators find the run in the Temporal UI (absent on a replay). */
   startOptions?: AppRunStartOptions;
+  /** The start recorded with the run (outbox), when the admission recorded one. */
+  workflowStart?: WorkflowStart;
 }
 
 export interface StartedRun extends AdmittedRun {
-  /** Settles once Temporal has the workflow, or once a start that failed has been recorded as the run's end. */
+  /**
+   * Settles once Temporal has the workflow, or the start was left to the dispatcher; rejects (503)
+   * when a `refuse` caller's start failed and the run was withdrawn and refunded.
+   */
   started: Promise<void>;
 }
 
@@ -73,32 +86,37 @@ export interface RunServiceDeps {
   deployments?: DeploymentCache;
 }
 
-export interface StartRunDeps extends RunServiceDeps {
-  temporal: Client;
+export interface StartRunDeps extends RunServiceDeps, StartPathDeps {
   taskQueueSuffix?: string;
   onStartFailure?: (runId: string, error: Error) => void;
 }
 
 /**
- * Admits and starts a run: `admitRun`, then `app-run-<runId>` on Temporal. The start is not awaited
- * and begins on the next turn of the event loop, so a stream's first byte (`run_start`) goes out
- * before the client encodes and sends it; a start that fails ends the run with `run_error`.
+ * Admits and starts a run: `admitRun`, which records the run with its workflow start (the outbox),
+ * then starts `app-run-<runId>` on Temporal itself. The start is not awaited and begins on the
+ * next turn of the event loop, so a stream's first byte (`run_start`) goes out before the client
+ * encodes and sends it. A start that fails stays recorded for the dispatcher (`queue`), or is
+ * withdrawn with the run, refunded, and `started` rejects with 503 (`refuse`).
  */
 export async function startAppRun(deps: StartRunDeps, request: AppRunRequest): Promise<StartedRun> {
-  const admitted = await admitRun(deps, request);
-  const { workflowInput, startOptions } = admitted;
-  if (!workflowInput) return { ...admitted, started: Promise.resolve() };
+  const whenEngineDown = request.whenEngineDown ?? 'refuse';
+  const plan = planStart(deps, whenEngineDown);
+  const admitted = await admitRun(deps, request, {
+    recordStart: { taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix), graceSeconds: plan.graceSeconds },
+  });
+  const { runId, workflowInput, workflowStart } = admitted;
+  // A replay, or a run queued while Temporal is down: the dispatcher starts it once Temporal answers.
+  if (!workflowInput || !workflowStart || !plan.tryNow) return { ...admitted, started: Promise.resolve() };
   const started = new Promise((resolve) => setImmediate(resolve)).then(async () => {
     // Eager start: where an app-runs worker shares this client's connection (`npm start`), the
     // server hands it the first workflow task in its answer; elsewhere the task goes through the queue.
-    await deps.temporal.workflow.start('appRunWorkflow', {
-      taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix), workflowId: workflowIds.appRun(admitted.runId), args: [workflowInput],
-      ...startOptions, requestEagerStart: true,
+    await startNowOrFallBack(deps, workflowStart, {
+      whenEngineDown, args: [workflowInput], eager: true, onFailure: (error) => deps.onStartFailure?.(runId, error),
+      withdraw: () => endRunWithoutWorkflow(deps.db, runId, notStarted(true)),
     });
-  }).catch(async (error: unknown) => {
-    deps.onStartFailure?.(admitted.runId, error as Error);
-    await endUnstartedRun(deps.db, admitted.runId).catch((cause: unknown) => deps.onStartFailure?.(admitted.runId, cause as Error));
   });
+  // Awaited by a caller waiting for the result; a stream (`queue`) never sees it reject.
+  started.catch(() => {});
   return { ...admitted, started };
 }
 
@@ -108,7 +126,9 @@ export async function startAppRun(deps: StartRunDeps, request: AppRunRequest): P
  * the inputs, caps the timeout, and in one statement charges the paying team and records the run
  * and its `run_start`. Nothing is written when a check fails.
  */
-export async function admitRun(deps: RunServiceDeps, request: AppRunRequest): Promise<AdmittedRun> {
+export async function admitRun(
+  deps: RunServiceDeps, request: AppRunRequest, options: { recordStart?: { taskQueue: string; graceSeconds: number } } = {},
+): Promise<AdmittedRun> {
   const { db, settings } = deps;
   const { caller } = request;
   const deployment = 'deployment' in request.target
@@ -143,10 +163,20 @@ export async function admitRun(deps: RunServiceDeps, request: AppRunRequest): Pr
   const costMilli = runBaseCostMilli(await settings.get('billing.rules'));
   const plan = planForRun.inline(graph, deployment.document_id, inputs);
   const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, ...(plan ? { plan } : {}) };
+  const search = searchMetaOf(row, deployment);
+  const staticSummary = runSummary(deployment.app_name, formatVersion(versionOfRow(deployment)));
+  // The recorded start leaves the inline plan out: a workflow the dispatcher starts loads it by activity.
+  const workflowStart: WorkflowStart | undefined = options.recordStart && {
+    workflowId: workflowIds.appRun(runId), workflowType: 'appRunWorkflow', taskQueue: options.recordStart.taskQueue,
+    args: [{ ...workflowInput, plan: undefined } satisfies AppRunInput], search, staticSummary,
+  };
   const record = async (executor: Database): Promise<AdmittedRun> => {
-    const charged = await insertChargedRun(executor, row, costMilli);
+    const charged = await insertChargedRun(executor, row, costMilli, workflowStart && { start: workflowStart, graceSeconds: options.recordStart!.graceSeconds });
     if (!charged) throw new AppError(402, 'insufficient_credits', 'The team does not have enough credits for this run');
-    return { runId, documentId: deployment.document_id, deployment, replayed: false, startEvent: charged.startEvent, workflowInput, startOptions: startOptionsOf(row, deployment) };
+    return {
+      runId, documentId: deployment.document_id, deployment, replayed: false, startEvent: charged.startEvent, workflowInput,
+      startOptions: { typedSearchAttributes: workflowSearchAttributes(search), staticSummary }, ...(workflowStart ? { workflowStart } : {}),
+    };
   };
   if (!idempotency) return record(db);
   try {
@@ -176,20 +206,7 @@ const userIdOf = (caller: RunCaller): string | null => {
   }
 };
 
-/** Search attributes (team, project, deployment, document, trigger) and a readable summary, for the Temporal UI. */
-function startOptionsOf(row: ChargedRunRow, deployment: DeploymentRow): AppRunStartOptions {
-  return {
-    typedSearchAttributes: workflowSearchAttributes({
-      teamId: row.teamId, projectId: deployment.project_id, deploymentId: deployment.id, documentId: deployment.document_id, triggerSource: row.triggerSource,
-    }),
-    staticSummary: runSummary(deployment.app_name, formatVersion(versionOfRow(deployment))),
-  };
-}
-
-/** A run whose workflow never started ends as any run ends: the final row and `run_error` in one statement. */
-async function endUnstartedRun(db: Database, runId: string): Promise<void> {
-  await finishRunWithEvents(db, runId, {
-    status: 'failed', error: 'could not start the run',
-    terminal: { type: 'run_error', payload: { runId, error: 'The run could not be started', executionStatus: 'failed' } },
-  }, []);
-}
+/** Search attributes (team, project, deployment, document, trigger), so operators find the run in the Temporal UI. */
+const searchMetaOf = (row: ChargedRunRow, deployment: DeploymentRow): WorkflowSearchMeta => ({
+  teamId: row.teamId, projectId: deployment.project_id, deploymentId: deployment.id, documentId: deployment.document_id, triggerSource: row.triggerSource,
+});

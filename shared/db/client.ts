@@ -7,16 +7,20 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export type Database = Kysely<DB>;
 
-export function createDb(connectionString: string, options: { poolSize?: number; applicationName?: string; onIdleError?: (error: Error) => void } = {}): Database {
+export function createDb(connectionString: string, options: { poolSize?: number; applicationName?: string; onConnectionError?: (error: Error) => void } = {}): Database {
   const pool = new pg.Pool({
     connectionString,
     max: options.poolSize ?? 10,
     application_name: options.applicationName ?? 'workflow-app-service',
     connectionTimeoutMillis: 5_000,
   });
-  // An idle connection that the server drops (restart, failover, admin shutdown) is emitted as a
-  // pool 'error'; unhandled, it would crash the process. The pool discards that client by itself.
-  pool.on('error', (error) => options.onIdleError?.(error));
+  // A connection the server drops (restart, failover, admin shutdown) emits 'error' on its client,
+  // idle or checked out (a transaction in progress); unhandled, it would crash the process. Every
+  // client gets a listener when it connects; the query in progress still fails with the error, and
+  // the pool discards the client. The pool re-emits an idle client's error as its own: already
+  // reported by the client's listener.
+  pool.on('connect', (client) => { client.on('error', (error) => options.onConnectionError?.(error)); });
+  pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   pools.set(db, pool);
   return db;

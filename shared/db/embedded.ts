@@ -11,6 +11,9 @@ export interface EmbeddedPostgresHandle {
   urlFor(database: string): string;
   /** The postmaster's process id (the bench reads the CPU time of it and its backends). */
   pid: number | null;
+  port: number;
+  /** Resolves when the postmaster ends, whoever ended it (a supervisor restarts it: scripts/dev/supervisor.ts). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stop(): Promise<void>;
 }
 
@@ -53,6 +56,11 @@ interface StoredCredentials { port: number; password: string }
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
   persistent: boolean;
+  /**
+   * Exactly this port, or fail: a restart must come back where every pool already points. Without
+   * it, the port of the last start is reused when free, else a free one is picked.
+   */
+  port?: number;
   log?: (line: string) => void;
 }): Promise<EmbeddedPostgresHandle> {
   const clusterDir = path.join(options.dataDir, 'cluster');
@@ -65,11 +73,14 @@ export async function startEmbeddedPostgres(options: {
     ? (JSON.parse(await readFile(credentialsFile, 'utf8')) as StoredCredentials)
     : null;
   const password = stored?.password ?? randomBase64Url(18);
-  const port = stored && (await isPortFree(stored.port)) ? stored.port : await findFreePort();
+  if (options.port !== undefined && !(await isPortFree(options.port))) throw new Error(`port ${options.port} is still in use`);
+  const port = options.port ?? (stored && (await isPortFree(stored.port)) ? stored.port : await findFreePort());
   await writeFile(credentialsFile, JSON.stringify({ port, password }), { mode: 0o600 });
 
   if (process.getuid?.() === 0) await assertTraversableByOthers(options.dataDir);
   const log = options.log ?? (() => {});
+  // The library rejects a failed start with no reason: keep the server's last words for the error.
+  let lastOutput = '';
   const EmbeddedPostgres = await importEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -82,18 +93,29 @@ export async function startEmbeddedPostgres(options: {
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
     // Loopback TCP only: no unix socket in a folder we may not own, nothing on other interfaces.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-    onLog: log,
+    onLog: (line) => { lastOutput = (lastOutput + line).slice(-2000); log(line); },
     onError: (error) => log(String(error)),
   });
   if (!initialised) await server.initialise();
-  await server.start();
+  try {
+    await server.start();
+  } catch (error) {
+    // After a SIGKILL, dying backends may still hold the old shared memory for a moment
+    // ("pre-existing shared memory block … is still in use"): the caller retries with backoff.
+    const reason = /(FATAL|ERROR):\s*([^\n]+)/.exec(lastOutput)?.[2] ?? lastOutput.trim().split('\n').at(-1);
+    throw new Error(`PostgreSQL did not start: ${reason || 'it exited'}`, { cause: error });
+  }
   // The library's stop() waits for an 'exit' event that never comes when the server is already
   // gone (a terminal Ctrl-C signals the whole process group, PostgreSQL included): track it here.
-  const child = (server as unknown as { process?: ChildProcess }).process;
-  let running = Boolean(child);
-  child?.once('exit', () => { running = false; });
+  const child = (server as unknown as { process: ChildProcess }).process;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let running = child.exitCode === null && child.signalCode === null;
+  child.once('exit', () => { running = false; });
 
   const urlFor = (database: string) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
-  return { url: urlFor('postgres'), urlFor, pid: child?.pid ?? null, stop: async () => { if (running) await server.stop(); } };
+  return { url: urlFor('postgres'), urlFor, pid: child.pid ?? null, port, exited, stop: async () => { if (running) await server.stop(); } };
 }

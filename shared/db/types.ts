@@ -236,6 +236,21 @@ export interface RunEventsTable {
   created_at: Timestamp;
 }
 
+/** A workflow start recorded with the request that asked for it (shared/workflow-starts/). */
+export interface WorkflowStartsTable {
+  workflow_id: string;
+  workflow_type: string;
+  task_queue: string;
+  args: Json;
+  search_attributes: Defaulted<Json>;
+  static_summary: string | null;
+  created_at: Timestamp;
+  next_attempt_at: Defaulted<Date>;
+  claimed_until: Date | null;
+  attempts: Defaulted<number>;
+  last_error: string | null;
+}
+
 /** A large value of a run (claim check); the workflow carries `{ $claim: key, bytes }` instead. */
 export interface RunPayloadsTable {
   run_id: string;
@@ -394,6 +409,7 @@ export interface DB {
   release_versions: ReleaseVersionsTable;
   cross_team_bindings: CrossTeamBindingsTable;
   team_llm_providers: TeamLlmProvidersTable;
+  workflow_starts: WorkflowStartsTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -38,8 +38,14 @@ export function calendarsOf(cron: string, timezone: string): CalendarSpec[] {
 
 /** Search attributes and summary of every scheduled-run workflow of a schedule: fired by Temporal or triggered by hand. */
 export function scheduledRunStartOptions(row: Pick<ScheduleRowForTemporal, 'team_id' | 'project_id' | 'deployment_id' | 'name'>) {
+  const { search, staticSummary } = scheduledRunStart(row);
+  return { typedSearchAttributes: workflowSearchAttributes(search), staticSummary };
+}
+
+/** The same, as a recorded start (shared/workflow-starts/outbox.ts) keeps it. */
+export function scheduledRunStart(row: Pick<ScheduleRowForTemporal, 'team_id' | 'project_id' | 'deployment_id' | 'name'>) {
   return {
-    typedSearchAttributes: workflowSearchAttributes({ teamId: row.team_id, projectId: row.project_id, deploymentId: row.deployment_id, triggerSource: 'schedule' }),
+    search: { teamId: row.team_id, projectId: row.project_id, deploymentId: row.deployment_id, triggerSource: 'schedule' },
     staticSummary: scheduledRunSummary(row.name),
   };
 }

@@ -5,33 +5,7 @@ import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { startFakeLlm, type FakeLlm } from './llm-server.js';
-
-interface SseEvent { id: number; type: string; data: Record<string, unknown> }
-
-/** Reads SSE frames until `stop` says so or the stream ends. */
-async function readSse(body: ReadableStream<Uint8Array>, stop: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  const events: SseEvent[] = [];
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const field = (name: string) => frame.split('\n').find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
-      const id = field('id');
-      if (id === undefined) continue;
-      events.push({ id: Number(id), type: field('event')!, data: JSON.parse(field('data') ?? '{}') });
-    }
-    if (stop(events)) break;
-  }
-  await reader.cancel().catch(() => {});
-  return events;
-}
+import { readSse } from '../harness/sse.js';
 
 // The worker process dies (SIGKILL, no graceful stop) while an llm block streams. Temporal notices
 // the missing heartbeats, a new worker retries the block, the run completes, and a client that

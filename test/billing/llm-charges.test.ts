@@ -214,7 +214,7 @@ describe('per-token charges of llm blocks', () => {
     llm.configure({ status: 500, errorMessage: 'model crashed' });
     const crashed = await runApp(oneLlm(), who);
     expect(await runStatus(crashed)).toBe('failed');
-    expect(llm.requests).toHaveLength(1 + 3); // the 4xx once, the 5xx on each of the activity's 3 attempts
+    expect(llm.requests).toHaveLength(1 + 5); // the 4xx once, the 5xx on each of the activity's 5 attempts (temporal/activity-options.ts)
 
     expect(await tokenRows(who.teamId)).toEqual([]);
     expect(await balance(who.teamId)).toBe(START - 2 * BASE);

@@ -18,12 +18,16 @@ import { PgListener } from '../../shared/db/listener.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createRateLimiter } from '../../shared/rate-limit/rate-limiter.js';
 import { loadSecretKeyRing } from '../../shared/secrets/key-ring.js';
+import { TemporalAvailability } from '../../temporal/availability.js';
 import { connectTemporalClient } from '../../temporal/connection.js';
+import { startKeepers } from '../../worker/keepers.js';
 import { createWorkers, type WorkerSet } from '../../worker/create-workers.js';
 import { TEMPLATE_DATABASE } from './names.js';
 
-// Worker state changes at INFO drown test output; warnings and errors still show.
-Runtime.install({ logger: new DefaultLogger('WARN') });
+// Worker state changes at INFO drown test output; warnings and errors still show. The native
+// client's own retries during an outage (tests kill servers on purpose) log at WARN once per
+// poller per attempt: only its errors are printed.
+Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, console: {} } } });
 
 export interface TestStack {
   config: Config;
@@ -37,7 +41,7 @@ export interface TestStack {
    * Starts this file's worker on its own task queues (suffix = the file's id), on a connection of
    * its own, or on the API client's (as `npm start` does: runs then start eagerly).
    */
-  startWorker(options?: { shareClientConnection?: boolean }): Promise<WorkerSet>;
+  startWorker(options?: { shareClientConnection?: boolean; keepers?: boolean }): Promise<WorkerSet>;
   close(): Promise<void>;
 }
 
@@ -46,23 +50,27 @@ export interface TestStack {
  * a Temporal client on the shared dev server, the API built exactly as in production (not
  * listening; use `app.inject` or `app.listen({ port: 0 })`), and a worker on demand.
  */
-export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promise<TestStack> {
+export async function createTestStack(overrides: NodeJS.ProcessEnv = {}, options: { temporalAddress?: string; databaseUrl?: string } = {}): Promise<TestStack> {
+  // A file that kills its Temporal server or its PostgreSQL brings its own (a migrated database for
+  // `databaseUrl`); the rest share one of each.
+  const temporalAddress = options.temporalAddress ?? inject('temporalAddress');
   const id = randomBytes(5).toString('hex');
-  const database = `test_${id}`;
   const urlFor = (db: string) => inject('postgresUrlPattern').replace('{db}', db);
-  const admin = createDb(urlFor('postgres'), { poolSize: 1 });
-  await sql.raw(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE_DATABASE}`).execute(admin);
-  await admin.destroy();
+  if (!options.databaseUrl) {
+    const admin = createDb(urlFor('postgres'), { poolSize: 1 });
+    await sql.raw(`CREATE DATABASE test_${id} TEMPLATE ${TEMPLATE_DATABASE}`).execute(admin);
+    await admin.destroy();
+  }
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-file-'));
-  const databaseUrl = urlFor(database);
+  const databaseUrl = options.databaseUrl ?? urlFor(`test_${id}`);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
     DATA_DIR: dataDir,
     DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_TASK_QUEUE_SUFFIX: id,
     ...overrides,
   };
@@ -76,32 +84,38 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}): Promis
   const deployments = new DeploymentCache();
   deployments.follow(listener);
   await listener.start();
-  const temporal = await connectTemporalClient(inject('temporalAddress'), config.TEMPORAL_NAMESPACE);
+  const temporal = await connectTemporalClient(temporalAddress, config.TEMPORAL_NAMESPACE);
+  const availability = new TemporalAvailability(temporal.connection);
   const idp = await createIdentityProvider(config);
   const scheduleTokens = await createScheduleTokens(config.DATA_DIR);
   const authenticator = createAuthenticator({ db, idp, scheduleTokens });
   const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL });
   const secrets = await loadSecretKeyRing(config);
   const deps: AppDeps = {
-    config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets, temporal: { client: temporal.client, connection: temporal.connection },
+    config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets, temporal: { client: temporal.client, connection: temporal.connection, availability },
   };
   const app = await buildApp(deps, { logger: false });
 
   const workerSets: Array<{ set: WorkerSet; connection: NativeConnection | null }> = [];
+  const keeperLoops: Array<{ stop(): Promise<void> }> = [];
   return {
     config, env, databaseUrl, db, deps, app,
-    async startWorker({ shareClientConnection = false } = {}) {
-      const connection = shareClientConnection ? temporal.connection : await NativeConnection.connect({ address: inject('temporalAddress') });
+    async startWorker({ shareClientConnection = false, keepers = false } = {}) {
+      const connection = shareClientConnection ? temporal.connection : await NativeConnection.connect({ address: temporalAddress });
       const set = await createWorkers({
         connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, settings, config, secrets },
         workflowBundle: { codePath: inject('workflowBundlePath') }, taskQueueSuffix: id,
       });
       void set.run();
       workerSets.push({ set, connection: shareClientConnection ? null : connection });
+      // The outbox dispatcher and the run reconciler, as worker/start.ts runs them (config from `overrides`).
+      if (keepers) keeperLoops.push(startKeepers({ db, client: temporal.client, config, log: () => {} }));
       return set;
     },
     async close() {
       await app.close();
+      for (const loop of keeperLoops) await loop.stop();
+      availability.close();
       for (const { set, connection } of workerSets) {
         await set.shutdown();
         await connection?.close();

@@ -36,8 +36,12 @@ async function* runEventsOf(deps: ReplyDeps, reply: FastifyReply, run: StartedRu
   yield* deps.runEvents.events(deps.db, run.runId, { signal: abort.signal, afterId: run.startEvent?.id });
 }
 
-/** Waits for the run's terminal event and gives its result (spec §2.20). */
+/**
+ * Waits for the run's terminal event and gives its result (spec §2.20). A run whose start was
+ * refused (Temporal down) rejects here with 503 before anything is sent: it was withdrawn and refunded.
+ */
 export async function awaitRunResult(deps: ReplyDeps, reply: FastifyReply, run: StartedRun): Promise<RunResult> {
+  await run.started;
   reply.header('x-run-id', run.runId);
   let terminal: StoredRunEvent | undefined;
   for await (const event of runEventsOf(deps, reply, run)) terminal = event;

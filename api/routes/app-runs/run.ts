@@ -44,6 +44,9 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     const target: RunTarget = { ...by, version: body.version };
     const run = await startAppRun(runStarter(deps, request), {
       target, caller, inputs: body.inputs, timeoutSeconds: body.timeout, trace, idempotency: idempotencyOf(request, by, body),
+      // A stream is answered at once with run_start and can wait (or be resumed) while Temporal
+      // is away; a JSON caller is told 503 instead (docs/app-runs.md "During an outage").
+      whenEngineDown: body.stream ? 'queue' : 'refuse',
     });
     return body.stream ? replyWithRunStream(deps, reply, run, body.format) : replyWithRunResult(deps, reply, run);
   }

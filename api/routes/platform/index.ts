@@ -1,18 +1,11 @@
 import { sql } from 'kysely';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { withTimeout } from '../../../shared/timeout.js';
 import { checkTemporal } from '../../../temporal/connection.js';
 import type { AppDeps } from '../../deps.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 const checkResult = z.string().describe('`ok`, or why the dependency is not usable');
 const readiness = z.object({
@@ -35,7 +28,7 @@ export const platformRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     },
   }, async (_request, reply) => {
     const outcome = (p: Promise<unknown>) =>
-      withTimeout(p, CHECK_TIMEOUT_MS).then(() => 'ok', (error: Error) => `unreachable: ${error.message.split('\n')[0]}`);
+      withTimeout(p, CHECK_TIMEOUT_MS, () => new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)).then(() => 'ok', (error: Error) => `unreachable: ${error.message.split('\n')[0]}`);
     const [postgres, temporal] = await Promise.all([
       outcome(sql`select 1`.execute(deps.db)),
       outcome(checkTemporal(deps.temporal.connection, CHECK_TIMEOUT_MS)),

@@ -9,7 +9,8 @@ import { syncSchedule } from '../../../shared/schedules/temporal-sync.js';
 import { newId } from '../../../shared/ids.js';
 import { taskQueueName } from '../../../temporal/task-queues.js';
 import { workflowIds } from '../../../temporal/workflow-ids.js';
-import { scheduledRunStartOptions } from '../../../shared/schedules/temporal-spec.js';
+import { scheduledRunStart } from '../../../shared/schedules/temporal-spec.js';
+import { startWorkflowFromRequest } from '../../../shared/workflow-starts/start-path.js';
 import type { ScheduledRunOutcome } from '../../../shared/schedules/contracts.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -111,12 +112,13 @@ export const scheduleRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     },
   }, async (request, reply) => {
     const row = await requireTriggerable(db, callerOf(request), request.params.projectId, request.params.id);
-    const outcome: ScheduledRunOutcome = await deps.temporal.client.workflow.execute('scheduledRunWorkflow', {
-      taskQueue: taskQueueName('appRuns', deps.config.TEMPORAL_TASK_QUEUE_SUFFIX),
-      workflowId: workflowIds.manualScheduledRun(row.id, newId()),
-      args: [{ scheduleId: row.id, manual: true }],
-      ...scheduledRunStartOptions(row),
-    });
+    const workflowId = workflowIds.manualScheduledRun(row.id, newId());
+    // The caller waits for the result, so during an outage it is told 503 rather than queued.
+    await startWorkflowFromRequest({ db, temporal: deps.temporal.client, availability: deps.temporal.availability }, {
+      workflowId, workflowType: 'scheduledRunWorkflow', taskQueue: taskQueueName('appRuns', deps.config.TEMPORAL_TASK_QUEUE_SUFFIX),
+      args: [{ scheduleId: row.id, manual: true }], ...scheduledRunStart(row),
+    }, 'refuse');
+    const outcome: ScheduledRunOutcome = await deps.temporal.client.workflow.getHandle(workflowId).result();
     if (outcome.success) return { success: true as const, result: outcome.result };
     return reply.code(500).send({ success: false as const, error: outcome.error });
   });

@@ -1,0 +1,174 @@
+// The figures of a chaos run, which of them are violations (the goal: all zero), and the plain
+// table `npm run chaos` prints. The same object is written with `--json` and asserted by the test.
+import type { RunCounts } from './count.js';
+import type { RequestRecord } from './drive.js';
+import type { KillRecord } from './kill.js';
+import { KILL_TARGETS } from './random.js';
+import { median } from './timing.js';
+
+export interface ChaosFigures {
+  seed: number;
+  durationSeconds: number;
+  /** `collateral`: children restarted although another one was killed (they died with it). */
+  kills: { planned: number; done: number; byTarget: Record<string, number>; collateral: Record<string, number> };
+  heal: { medianMs: number | null; maxMs: number | null; byTarget: Record<string, { medianMs: number | null; maxMs: number | null }> };
+  requests: {
+    total: number; json: number; sse: number; ok: number; refused: number; serverErrors: number; failures: number;
+    resumedStreams: number; resumes: number; idleResumes: number; refusedResumes: number;
+  };
+  runs: { accepted: number; completed: number; withdrawn: number; endedOtherwise: Record<string, number>; streamsChecked: number };
+  /** Each must be 0. */
+  violations: {
+    lost: number;
+    chargedTwice: number;
+    chargedWithoutRunning: number;
+    streamGapsOrRepeats: number;
+    refusedWithoutRetryAfter: number;
+    serverErrors: number;
+    otherFailures: number;
+    refusedButCharged: number;
+    healTimeouts: number;
+    /** The run itself could not finish (the stack died, would not stop, a step timed out). */
+    harnessErrors: number;
+  };
+  /** Informational: worth a look, not part of the goal. */
+  notes: {
+    jsonStatusMismatches: number; malformedFrames: number; describeErrors: number; stackStoppedCleanly: boolean | null;
+    /** 503 answers that carried the run's id (x-run-id): accepted and charged, the client told to follow up. */
+    refusedNamingRun: number;
+    /** Streams silent for 30 s while an event of theirs was already stored (resumed without a gap). */
+    stalledStreams: number;
+  };
+  /** Up to 10 run ids / details per violation, to start an investigation from. */
+  examples: Record<string, unknown[]>;
+  dataDir: string | null;
+}
+
+const sample = <T>(items: T[]) => items.slice(0, 10);
+
+export function buildFigures(input: {
+  seed: number; startedAt: number; planned: number; kills: KillRecord[]; records: RequestRecord[]; counts: RunCounts | null;
+  harnessErrors: string[]; stackStoppedCleanly: boolean | null; dataDir: string | null;
+}): ChaosFigures {
+  const { kills, records, counts } = input;
+  const healed = (list: KillRecord[]) => list.flatMap((k) => (k.healMs === null ? [] : [k.healMs]));
+  const healOf = (list: KillRecord[]) => ({ medianMs: median(healed(list)), maxMs: healed(list).length ? Math.max(...healed(list)) : null });
+  const byOutcome = (outcome: RequestRecord['outcome']) => records.filter((r) => r.outcome === outcome);
+  const failures = byOutcome('failure');
+  const serverErrors = byOutcome('server_error');
+  const noRetryAfter = records.filter((r) => r.refusalsWithoutRetryAfter > 0);
+  const sse = records.filter((r) => r.mode === 'sse');
+  return {
+    seed: input.seed,
+    durationSeconds: Math.round((Date.now() - input.startedAt) / 1000),
+    kills: {
+      planned: input.planned, done: kills.length,
+      byTarget: Object.fromEntries(KILL_TARGETS.map((t) => [t, kills.filter((k) => k.target === t).length])),
+      collateral: Object.fromEntries(KILL_TARGETS.map((t) => [t, kills.filter((k) => k.collateral.includes(t)).length])),
+    },
+    heal: { ...healOf(kills), byTarget: Object.fromEntries(KILL_TARGETS.map((t) => [t, healOf(kills.filter((k) => k.target === t))])) },
+    requests: {
+      total: records.length, json: records.length - sse.length, sse: sse.length, ok: byOutcome('ok').length, refused: byOutcome('refused').length,
+      serverErrors: serverErrors.length, failures: failures.length,
+      resumedStreams: sse.filter((r) => r.resumes > 0).length, resumes: sum(sse.map((r) => r.resumes)),
+      idleResumes: sum(sse.map((r) => r.idleResumes)), refusedResumes: sum(sse.map((r) => r.refusedResumes)),
+    },
+    runs: {
+      accepted: counts?.accepted ?? 0, completed: counts?.completed ?? 0, withdrawn: counts?.withdrawn ?? 0,
+      endedOtherwise: counts?.endedOtherwise ?? {}, streamsChecked: counts?.streamsChecked ?? 0,
+    },
+    violations: {
+      lost: counts?.lost.length ?? 0,
+      chargedTwice: counts?.chargedTwice.length ?? 0,
+      chargedWithoutRunning: counts?.chargedWithoutRunning.length ?? 0,
+      streamGapsOrRepeats: counts?.streamViolations.length ?? 0,
+      refusedWithoutRetryAfter: noRetryAfter.length,
+      serverErrors: serverErrors.length,
+      otherFailures: failures.length,
+      refusedButCharged: counts?.refusedButCharged.length ?? 0,
+      healTimeouts: kills.filter((k) => k.healMs === null).length,
+      harnessErrors: input.harnessErrors.length + (counts ? 0 : 1),
+    },
+    notes: {
+      jsonStatusMismatches: counts?.jsonStatusMismatches.length ?? 0,
+      malformedFrames: sum(records.map((r) => r.malformedFrames)),
+      describeErrors: counts?.describeErrors ?? 0,
+      stackStoppedCleanly: input.stackStoppedCleanly,
+      refusedNamingRun: counts?.refusedNamingRun.length ?? 0,
+      stalledStreams: counts?.stalledStreams.length ?? 0,
+    },
+    examples: {
+      lost: sample(counts?.lost ?? []),
+      chargedTwice: sample(counts?.chargedTwice ?? []),
+      chargedWithoutRunning: sample(counts?.chargedWithoutRunning ?? []),
+      streamGapsOrRepeats: sample(counts?.streamViolations ?? []),
+      refusedWithoutRetryAfter: sample(noRetryAfter.map(brief)),
+      serverErrors: sample(serverErrors.map(brief)),
+      otherFailures: sample(failures.map(brief)),
+      refusedButCharged: sample(counts?.refusedButCharged ?? []),
+      healTimeouts: sample(kills.filter((k) => k.healMs === null)),
+      harnessErrors: sample(counts ? input.harnessErrors : [...input.harnessErrors, 'counting did not run']),
+      jsonStatusMismatches: sample(counts?.jsonStatusMismatches ?? []),
+      stalledStreams: sample(counts?.stalledStreams ?? []),
+      refusedNamingRun: sample(counts?.refusedNamingRun ?? []),
+      endedOtherwise: Object.entries(counts?.endedOtherwiseRuns ?? {}).map(([why, runIds]) => ({ why, runIds })),
+    },
+    dataDir: input.dataDir,
+  };
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+function brief(record: RequestRecord) {
+  return { mode: record.mode, status: record.status, runId: record.runId, tag: record.tag, at: new Date(record.startedAt).toISOString(), detail: record.detail };
+}
+
+export function violationCount(figures: ChaosFigures): number {
+  return sum(Object.values(figures.violations));
+}
+
+const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`);
+
+/** A two-column table: figure, value. Violations are marked so a glance finds them. */
+export function formatTable(figures: ChaosFigures): string {
+  const { kills, heal, requests, runs, violations, notes } = figures;
+  const rows: Array<[string, string] | null> = [
+    ['seed', String(figures.seed)],
+    ['duration', `${figures.durationSeconds} s`],
+    ['kills (done / planned)', `${kills.done} / ${kills.planned}`],
+    ...KILL_TARGETS.map((t): [string, string] => [`  ${t}`, `${kills.byTarget[t] ?? 0} kills, heal median ${seconds(heal.byTarget[t]?.medianMs ?? null)}, max ${seconds(heal.byTarget[t]?.maxMs ?? null)}; restarted with another ${kills.collateral[t] ?? 0}×`]),
+    ['heal time median / max', `${seconds(heal.medianMs)} / ${seconds(heal.maxMs)}`],
+    null,
+    ['requests (json / sse)', `${requests.total} (${requests.json} / ${requests.sse})`],
+    ['  answered 200', String(requests.ok)],
+    ['  refused 503', String(requests.refused)],
+    ['  streams resumed (resumes, after silence, refused)', `${requests.resumedStreams} (${requests.resumes}, ${requests.idleResumes}, ${requests.refusedResumes})`],
+    null,
+    ['runs accepted', String(runs.accepted)],
+    ['runs completed', String(runs.completed)],
+    ['runs withdrawn (not started, refunded)', String(runs.withdrawn)],
+    ...Object.entries(runs.endedOtherwise).map(([why, n]): [string, string] => [`runs ended ${why}`, String(n)]),
+    ['streams checked', String(runs.streamsChecked)],
+    null,
+    ...Object.entries(violations).map(([name, n]): [string, string] => [`${n ? '!!' : 'ok'} ${name}`, String(n)]),
+    null,
+    ['503 naming an accepted run (note)', String(notes.refusedNamingRun)],
+    ['streams stalled with an event waiting (note)', String(notes.stalledStreams)],
+    ['json status mismatches (note)', String(notes.jsonStatusMismatches)],
+    ['malformed SSE frames (note)', String(notes.malformedFrames)],
+    ['stack stopped cleanly (note)', String(notes.stackStoppedCleanly)],
+  ];
+  const width = Math.max(...rows.map((row) => row?.[0].length ?? 0));
+  const lines = rows.map((row) => (row ? `${row[0].padEnd(width)}  ${row[1]}` : ''));
+  const total = violationCount(figures);
+  lines.push('', total ? `${total} violation(s): see "examples" in the JSON (--json) or below` : 'no violations');
+  if (total) {
+    for (const [name, list] of Object.entries(figures.examples)) {
+      if (list.length && name in violations && violations[name as keyof typeof violations]) lines.push(`  ${name}: ${JSON.stringify(list)}`);
+    }
+  }
+  if (figures.dataDir) lines.push(`  stack data and log kept in ${figures.dataDir}`);
+  return lines.join('\n');
+}

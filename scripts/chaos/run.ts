@@ -1,0 +1,122 @@
+// One chaos run (issue 18), start to finish: a fresh stack with a fake model server, clients
+// driving runs, a bounded loop of SIGKILLs, then, once everything has settled, the count. Used by
+// `npm run chaos` (index.ts) and by the short test (test/chaos/chaos.test.ts).
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { createDb, type Database } from '../../shared/db/client.js';
+import { startFakeLlm, type FakeLlm } from '../../test/app-runs/llm-server.js';
+import { countRuns, type RunCounts } from './count.js';
+import { startDrivers, type Drivers } from './drive.js';
+import { runKillLoop, type KillRecord } from './kill.js';
+import { killPlan, seededRng } from './random.js';
+import { prepareChaosApp } from './setup.js';
+import { buildFigures, violationCount, type ChaosFigures } from './report.js';
+import { isReady, startStack, type ChaosStack } from './stack.js';
+import { sleep, until, within } from './timing.js';
+
+export interface ChaosOptions {
+  kills: number;
+  seed: number;
+  /** Concurrent clients driving runs for the whole kill loop. */
+  clients: number;
+  /** Pause between a heal and the next kill, ms (random in the range). */
+  pauseMs: [number, number];
+  /** A kill the stack has not healed from within this is a violation, and ends the loop. */
+  healTimeoutMs: number;
+  /** After the loop: how long clients may take to finish their requests (streams resume until their end). */
+  drainTimeoutMs: number;
+  /** Then: how long to wait for every run to leave `running` (the reconciler picks up runs after 20 s). */
+  settleTimeoutMs: number;
+  /** Keep the stack's data dir (database, Temporal store, stack.log): 'on-violation' keeps it to investigate. */
+  keepDataDir: 'always' | 'on-violation' | 'never';
+  log(line: string): void;
+}
+
+export const defaultChaosOptions: ChaosOptions = {
+  kills: 100,
+  seed: Date.now() % 2 ** 31,
+  clients: 4,
+  pauseMs: [1_000, 6_000],
+  healTimeoutMs: 120_000,
+  drainTimeoutMs: 240_000,
+  settleTimeoutMs: 180_000,
+  keepDataDir: 'on-violation',
+  log: (line) => process.stdout.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
+};
+
+/** ~40 deltas 50 ms apart: each run streams for about 2 s, so kills land while runs are in flight. */
+const LLM_TOKENS = Array.from({ length: 40 }, (_, i) => `token${i} `);
+
+async function openRuns(db: Database, deploymentId: string): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM runs WHERE deployment_id = ${deploymentId}::uuid AND status = 'running'`.execute(db);
+  return Number(rows[0]?.n ?? 0);
+}
+
+export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<ChaosFigures> {
+  const options: ChaosOptions = { ...defaultChaosOptions, ...overrides };
+  const { log } = options;
+  const startedAt = Date.now();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-chaos-'));
+  await chmod(dataDir, 0o755); // under root, PostgreSQL runs as `postgres` and must enter it
+  const plan = killPlan(options.kills, seededRng(options.seed));
+  log(`seed ${options.seed}, ${options.kills} kills, ${options.clients} clients; stack data in ${dataDir}`);
+
+  const harnessErrors: string[] = [];
+  const kills: KillRecord[] = [];
+  let drivers: Drivers | undefined;
+  let counts: RunCounts | null = null;
+  let stackStoppedCleanly: boolean | null = null;
+  let llm: FakeLlm | undefined;
+  let stack: ChaosStack | undefined;
+  let db: Database | undefined;
+  try {
+    llm = await startFakeLlm({ tokens: LLM_TOKENS, delayMs: 50 });
+    stack = await startStack({ dataDir, llmBaseUrl: llm.url, log });
+    // A pool of our own for setup and counting; idle connections dropped by a PostgreSQL kill are discarded.
+    db = createDb(stack.info.databaseUrl, { poolSize: 2, applicationName: 'wfapp-chaos', onConnectionError: () => {} });
+    const app = await within(prepareChaosApp(db, stack.info.demo.teamId), 30_000, 'publishing the chaos app');
+    drivers = startDrivers({ apiUrl: stack.info.apiUrl, apiKey: stack.info.demo.apiKey, deploymentId: app.deploymentId, clients: options.clients, seed: options.seed });
+    await sleep(3_000); // runs in flight before the first kill
+
+    try {
+      await runKillLoop({ stack, plan, rng: seededRng(options.seed + 1), pauseMs: options.pauseMs, healTimeoutMs: options.healTimeoutMs, log }, kills);
+    } catch (error) {
+      harnessErrors.push(`kill loop: ${(error as Error).message}`);
+    }
+
+    log(`kills done; letting ${options.clients} clients finish their requests`);
+    await within(drivers.stop(), options.drainTimeoutMs, 'clients finishing their requests').catch((error: Error) => harnessErrors.push(error.message));
+    await until(async () => (await isReady(stack!.info.apiUrl)) || undefined, 60_000, 'stack ready after the kills')
+      .catch((error: Error) => harnessErrors.push(error.message));
+    log(`${drivers.records.length} requests made; waiting for open runs to end`);
+    await until(async () => ((await openRuns(db!, app.deploymentId)) === 0 ? true : undefined), options.settleTimeoutMs, 'open runs ending', 1_000)
+      .catch(async () => log(`${await openRuns(db!, app.deploymentId).catch(() => '?')} runs still open after ${options.settleTimeoutMs / 1000} s`));
+    counts = await within(countRuns({
+      db, temporalAddress: stack.info.temporalAddress, deploymentId: app.deploymentId, runBaseMilli: app.runBaseMilli, records: drivers.records,
+    }), 180_000, 'counting');
+  } catch (error) {
+    harnessErrors.push((error as Error).message);
+  } finally {
+    await db?.destroy().catch(() => {});
+    if (stack) {
+      const stopped = await stack.stop().catch((error: Error) => { harnessErrors.push(`stack stop: ${error.message}`); return null; });
+      stackStoppedCleanly = stopped?.clean ?? false;
+    }
+    await llm?.close().catch(() => {});
+  }
+
+  let figures = buildFigures({
+    seed: options.seed, startedAt, planned: options.kills, kills, records: drivers?.records ?? [], counts, harnessErrors, stackStoppedCleanly, dataDir,
+  });
+  // What every client saw, next to the stack's log, for whoever investigates a kept data dir.
+  await writeFile(path.join(dataDir, 'requests.json'), JSON.stringify(drivers?.records ?? [])).catch(() => {});
+  await writeFile(path.join(dataDir, 'figures.json'), JSON.stringify(figures, null, 2)).catch(() => {});
+  const keep = options.keepDataDir === 'always' || (options.keepDataDir === 'on-violation' && violationCount(figures) > 0);
+  if (!keep) {
+    await rm(dataDir, { recursive: true, force: true });
+    figures = { ...figures, dataDir: null };
+  }
+  return figures;
+}

@@ -1,0 +1,47 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { withParentDeathSignal } from '../../shared/parent-death-signal.js';
+import type { SupervisedChild } from '../../shared/supervisor.js';
+
+const workerMain = fileURLToPath(new URL('../../worker/main.ts', import.meta.url));
+const READY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+/**
+ * `START_WORKER=process`: the worker as its own process (`worker/main.ts`, the production entry), so
+ * a chaos test can SIGKILL it. Resolves once it polls (it says so over the IPC channel); its output
+ * goes to ours line by line, prefixed `[worker]`. Like the Temporal server it has its own process
+ * group, so a terminal's Ctrl-C reaches only us and we stop it after the API has drained, and a
+ * parent-death signal, so it does not outlive a crashed `npm start`.
+ */
+export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<SupervisedChild> {
+  const [command, args] = withParentDeathSignal(process.execPath, ['--import', 'tsx', workerMain]);
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', (line) => log(`[worker] ${line}`));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM'); // worker/main.ts drains its workers, then exits
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      new Promise<void>((resolve) => child.on('message', (message) => { if ((message as { ready?: boolean })?.ready) resolve(); })),
+      exited.then(({ code, signal }) => Promise.reject(new Error(`the worker process exited before polling (${signal ? `signal ${signal}` : `code ${code}`})`))),
+      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`the worker process did not poll within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS); }),
+    ]);
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  return { pid: child.pid ?? null, exited, stop };
+}
