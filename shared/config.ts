@@ -62,6 +62,21 @@ const envSchema = z.object({
   JWT_AUDIENCE: z.string().default('workflow-app-service'),
   /** Fallback for the site setting of the same name: the docs site's OAuth client id. */
   DOCS_AUTH_OAUTH_CLIENT_ID: optionalString,
+  /** The service's public origin, used in the notify URLs sent to payment channels. */
+  PUBLIC_BASE_URL: optionalString,
+  /** `dev` (the outbox of `sms outbox`; the default outside production) or a provider's name (docs/sms-provider.md). */
+  SMS_PROVIDER: optionalString,
+  // chan_a (WeChat Pay API v3): the channel is configured when the merchant variables are all set
+  // (shared/payment-channels/chan-a/config.ts); the base URLs default to the channel's own.
+  CHAN_A_API_BASE_URL: z.string().url().default('https://api.mch.weixin.qq.com'),
+  CHAN_A_OPEN_BASE_URL: z.string().url().default('https://api.weixin.qq.com'),
+  CHAN_A_MCH_ID: optionalString,
+  CHAN_A_APP_ID: optionalString,
+  CHAN_A_MERCHANT_SERIAL: optionalString,
+  CHAN_A_MERCHANT_PRIVATE_KEY: optionalString,
+  CHAN_A_API_V3_KEY: optionalString,
+  CHAN_A_PLATFORM_PUBLIC_KEY: optionalString,
+  CHAN_A_PLATFORM_PUBLIC_KEY_ID: optionalString,
 });
 
 export type Config = z.infer<typeof envSchema>;

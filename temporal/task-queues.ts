@@ -7,6 +7,8 @@ export const taskQueues = {
   platform: 'platform',
   /** Published-app runs (`app-run-<runId>`) and their activities. */
   appRuns: 'app-runs',
+  /** Hardware order sagas (`hardware-order-<orderNo>`) and their activities. */
+  hardwareSales: 'hardware-sales',
 } as const;
 
 export type TaskQueueKey = keyof typeof taskQueues;

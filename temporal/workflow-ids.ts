@@ -10,4 +10,6 @@ export const workflowIds = {
   scheduledRun: (scheduleId: string) => `scheduled-run-${scheduleId}`,
   /** `POST /schedules/:id/trigger`. */
   manualScheduledRun: (scheduleId: string, requestId: string) => `scheduled-run-${scheduleId}-manual-${requestId}`,
+  /** The saga of a hardware order, by its order number (what the buyer and the operator hold). */
+  hardwareOrder: (orderNo: string) => `hardware-order-${orderNo}`,
 } as const;

@@ -8,7 +8,7 @@ import { AppError } from '../../shared/errors.js';
  * Route families render errors differently (spec §7.1). A route group picks its family once with
  * `useErrorEnvelope(app, 'public')`; everything else gets the standard `{ error, message }`.
  */
-export type ErrorEnvelope = 'standard' | 'public' | 'webhook' | 'payment' | 'connectors';
+export type ErrorEnvelope = 'standard' | 'public' | 'webhook' | 'payment' | 'hardware-callback' | 'connectors';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -73,6 +73,8 @@ function send(reply: FastifyReply, envelope: ErrorEnvelope, p: Problem) {
   // A route that failed after choosing a stream type (an event stream whose first read found the
   // database gone) still answers its error as JSON: Fastify refuses an object body of another type.
   if (envelope !== 'payment') reply.type('application/json; charset=utf-8');
+  // A channel retries on any non-2xx answer: a hardware callback that failed says only FAIL.
+  if (envelope === 'hardware-callback') return reply.code(500).send({ code: 'FAIL' });
   switch (envelope) {
     case 'public':
       return reply.send({ success: false, error: { code: p.error, message: p.message } });

@@ -7,6 +7,8 @@ export const tokenPrefixes = {
   oauthAccess: 'wfo-',
   oauthRefresh: 'wfr-',
   agent: 'wfa-',
+  /** A verified phone number's short-lived token (hardware sales, spec §5.1). */
+  phone: 'wfp-',
 } as const;
 
 export type TokenKind = keyof typeof tokenPrefixes;

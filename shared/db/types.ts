@@ -378,6 +378,209 @@ export interface TeamLlmProvidersTable {
   updated_at: Timestamp;
 }
 
+// Hardware sales (migration 2026_11_24_0013): docs/hardware-sales.md.
+type JsonObject<T = Record<string, unknown>> = ColumnType<T, string | undefined, string>;
+type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+
+export type HwSalesMode = 'standard' | 'preorder';
+export type HwSkuStatus = 'active' | 'draft' | 'archived';
+export type HwTierKind = 'standard' | 'early_bird' | 'deposit';
+export type HwPaymentStatus = 'unpaid' | 'paid' | 'refunded' | 'closed';
+export type HwFulfillmentStatus = 'not_paid' | 'awaiting_stock' | 'preparing' | 'shipped' | 'delivered' | 'cancelled';
+export type HwOrderStatus = 'open' | 'shipped' | 'delivered' | 'cancelled';
+export type HwRefundStatus = 'processing' | 'succeeded' | 'abnormal' | 'closed';
+export type HwEventSource = 'user' | 'system' | 'operator' | 'channel';
+
+export interface HwSkusTable {
+  id: string;
+  sku: string;
+  title: string;
+  currency: Defaulted<string>;
+  sales_mode: Defaulted<HwSalesMode>;
+  status: Defaulted<HwSkuStatus>;
+  cost_cents: number | null;
+  created_at: Timestamp;
+}
+
+export interface HwTiersTable {
+  id: string;
+  sku_id: string;
+  tier_code: string;
+  title: string;
+  kind: Defaulted<HwTierKind>;
+  is_standard: Defaulted<boolean>;
+  price_cents: number;
+  pay_now_cents: number | null;
+  top_up_cents: number | null;
+  stock: number;
+  display_limit: number | null;
+  starts_at: NullableTimestamp;
+  ends_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface HwDiscountCodesTable {
+  id: string;
+  code: string;
+  title: string | null;
+  discount_cents: number;
+  max_uses: number | null;
+  used_count: Defaulted<number>;
+  per_person_limit: number | null;
+  min_amount_cents: Defaulted<number>;
+  starts_at: NullableTimestamp;
+  expires_at: NullableTimestamp;
+  sku_id: string | null;
+  tier_code: string | null;
+  status: Defaulted<'active' | 'disabled' | 'expired'>;
+  kind: Defaulted<'standard' | 'friend'>;
+  source_order_id: string | null;
+  creator_user_id: string | null;
+  metadata: JsonObject;
+  created_at: Timestamp;
+}
+
+export interface HwAddress {
+  receiverName: string;
+  receiverPhone?: string | null;
+  province: string;
+  city: string;
+  district?: string | null;
+  addressLine: string;
+  postalCode?: string | null;
+}
+
+export interface HwOrdersTable {
+  id: string;
+  order_no: string;
+  payment_no: string;
+  user_id: string;
+  phone: string | null;
+  sku_id: string;
+  tier_id: string;
+  sku: string;
+  tier_code: string;
+  currency: string;
+  original_amount_cents: number;
+  discount_cents: Defaulted<number>;
+  final_amount_cents: number;
+  discount_code_id: string | null;
+  discount_snapshot: NullableJson<Record<string, unknown>>;
+  payment_status: Defaulted<HwPaymentStatus>;
+  fulfillment_status: Defaulted<HwFulfillmentStatus>;
+  order_status: Defaulted<HwOrderStatus>;
+  refund_status: HwRefundStatus | null;
+  address: ColumnType<HwAddress, string, string>;
+  address_version: Defaulted<number>;
+  customer_note: string | null;
+  operator_note: string | null;
+  carrier: string | null;
+  tracking_no: string | null;
+  transaction_id: string | null;
+  channel: string | null;
+  utm: NullableJson<Record<string, unknown>>;
+  lang: string | null;
+  expires_at: Timestamp;
+  paid_at: NullableTimestamp;
+  shipped_at: NullableTimestamp;
+  delivered_at: NullableTimestamp;
+  cancelled_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface HwOrderItemsTable {
+  id: string;
+  order_id: string;
+  sku: string;
+  tier_code: string;
+  title: string;
+  quantity: Defaulted<number>;
+  list_price_cents: number;
+}
+
+export interface HwCodeRedemptionsTable {
+  id: string;
+  code_id: string;
+  order_id: string;
+  user_id: string;
+  phone: string | null;
+  status: Defaulted<'held' | 'used' | 'released'>;
+  created_at: Timestamp;
+  released_at: NullableTimestamp;
+}
+
+export interface HwPaymentEventsTable {
+  id: Generated<number>;
+  provider: string;
+  event_id: string;
+  event_type: string;
+  payment_no: string | null;
+  refund_no: string | null;
+  resource: JsonObject;
+  received_at: Timestamp;
+}
+
+export interface HwRefundsTable {
+  id: string;
+  refund_no: string;
+  order_id: string;
+  amount_cents: number;
+  status: Defaulted<HwRefundStatus>;
+  reason: string | null;
+  channel_refund_id: string | null;
+  created_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+
+export interface HwEntitlementsTable {
+  id: string;
+  order_id: string;
+  user_id: string;
+  sku: string;
+  tier_code: string;
+  status: Defaulted<'active' | 'reclaimed'>;
+  created_at: Timestamp;
+  reclaimed_at: NullableTimestamp;
+}
+
+export interface HwOrderEventsTable {
+  id: Generated<number>;
+  order_id: string;
+  type: string;
+  source: HwEventSource;
+  user_visible: Defaulted<boolean>;
+  detail: JsonObject;
+  created_at: Timestamp;
+}
+
+export interface PhoneOtpsTable {
+  id: string;
+  phone: string;
+  purpose: 'login' | 'bind';
+  code_hash: string;
+  attempts: Defaulted<number>;
+  requester_ip: string | null;
+  expires_at: Timestamp;
+  consumed_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface PhoneTokensTable {
+  token_hash: string;
+  phone: string;
+  user_id: string;
+  expires_at: Timestamp;
+  created_at: Timestamp;
+}
+
+export interface SmsOutboxTable {
+  id: Generated<number>;
+  phone: string;
+  body: string;
+  created_at: Timestamp;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -410,6 +613,19 @@ export interface DB {
   cross_team_bindings: CrossTeamBindingsTable;
   team_llm_providers: TeamLlmProvidersTable;
   workflow_starts: WorkflowStartsTable;
+  hw_skus: HwSkusTable;
+  hw_tiers: HwTiersTable;
+  hw_discount_codes: HwDiscountCodesTable;
+  hw_orders: HwOrdersTable;
+  hw_order_items: HwOrderItemsTable;
+  hw_code_redemptions: HwCodeRedemptionsTable;
+  hw_payment_events: HwPaymentEventsTable;
+  hw_refunds: HwRefundsTable;
+  hw_entitlements: HwEntitlementsTable;
+  hw_order_events: HwOrderEventsTable;
+  phone_otps: PhoneOtpsTable;
+  phone_tokens: PhoneTokensTable;
+  sms_outbox: SmsOutboxTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -67,6 +67,27 @@ export const siteSettingDefinitions = {
       { model: 'gpt-4o*', pdf: true }, { model: 'gpt-4.1*', pdf: true }, { model: 'gpt-5*', pdf: true },
     ] as Array<{ provider?: string; model: string; pdf: boolean }>,
   },
+  /** Hardware sales (CONTRACTS.md "Hardware sales"): an unpaid order expires after this. */
+  'hardware_sales.order_ttl_seconds': { schema: z.number().int().min(1).max(7 * 86_400), defaults: 1800 },
+  'hardware_sales.rate_limits': {
+    schema: z.object({
+      quotePerMinute: z.number().int().positive(),
+      orderPerMinute: z.number().int().positive(),
+      payPerMinute: z.number().int().positive(),
+      lookupPerMinute: z.number().int().positive(),
+      otpIpPerHour: z.number().int().positive(),
+      otpPhoneCooldownSeconds: z.number().int().min(1),
+      otpMaxAttempts: z.number().int().positive(),
+    }).partial(),
+    defaults: {
+      quotePerMinute: 10, orderPerMinute: 10, payPerMinute: 10, lookupPerMinute: 10,
+      otpIpPerHour: 20, otpPhoneCooldownSeconds: 60, otpMaxAttempts: 5,
+    },
+  },
+  'hardware_sales.otp_ttl_seconds': { schema: z.number().int().min(30).max(3600), defaults: 300 },
+  'hardware_sales.phone_token_ttl_seconds': { schema: z.number().int().min(30).max(86_400), defaults: 900 },
+  /** How long after delivery the order's saga still takes a refund (docs/hardware-sales.md): seven days, the statutory return window. */
+  'hardware_sales.refund_window_seconds': { schema: z.number().int().min(0).max(90 * 86_400), defaults: 7 * 86_400 },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
   CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },
 } as const;

@@ -11,6 +11,7 @@ import * as providerSettings from './2026_11_21_0009_provider_settings.js';
 import * as runPayloads from './2026_11_21_0010_run_payloads.js';
 import * as deploymentNotify from './2026_11_21_0011_deployment_notify.js';
 import * as workflowStarts from './2026_11_24_0012_workflow_starts.js';
+import * as hardwareSales from './2026_11_24_0013_hardware_sales.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_0010_run_payloads': runPayloads,
   '2026_11_21_0011_deployment_notify': deploymentNotify,
   '2026_11_24_0012_workflow_starts': workflowStarts,
+  '2026_11_24_0013_hardware_sales': hardwareSales,
 };
