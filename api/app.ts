@@ -27,6 +27,7 @@ import { webhookTriggerRoutes } from './routes/webhook-triggers/index.js';
 import { releaseRoutes } from './routes/releases/index.js';
 import { crossTeamRoutes } from './routes/cross-team/index.js';
 import { llmProviderRoutes } from './routes/llm-providers/index.js';
+import { hardwareSalesRoutes } from './routes/hardware-sales/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -64,6 +65,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(releaseRoutes, deps);
   await app.register(crossTeamRoutes, deps);
   await app.register(llmProviderRoutes, deps);
+  await app.register(hardwareSalesRoutes, deps);
 }
 
 /** A ready-to-listen Fastify instance. `logger` defaults to pino JSON at LOG_LEVEL. */

@@ -17,6 +17,9 @@ import { documentCommands } from './document-commands.js';
 import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
 import { oauthCommands } from './oauth-commands.js';
 import { releaseCommands } from './release-commands.js';
+import { hardwareSalesCommands } from './hardware-sales-commands.js';
+import { orderCommands } from './order-commands.js';
+import { smsCommands } from './sms-commands.js';
 
 export interface CliContext {
   config: Config;
@@ -36,6 +39,9 @@ export const commands: Record<string, Command> = {
   ...oauthCommands,
   ...documentCommands,
   ...releaseCommands,
+  ...hardwareSalesCommands,
+  ...smsCommands,
+  ...orderCommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });
