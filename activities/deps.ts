@@ -1,4 +1,7 @@
 import type { Config } from '../shared/config.js';
+import type { ChanAEnv } from '../shared/payment-channels/chan-a/config.js';
+
+type ChanAEnvKey = keyof ChanAEnv;
 import type { Database } from '../shared/db/client.js';
 import type { SecretKeyRing } from '../shared/secrets/key-ring.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
@@ -7,8 +10,8 @@ import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 export interface ActivityDeps {
   db: Database;
   settings: SiteSettingsCache;
-  /** The default model provider of `llm` blocks; DATA_DIR holds uploaded files (PDF inputs). */
-  config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'DATA_DIR'>;
+  /** The default model provider of `llm` blocks; DATA_DIR holds uploaded files (PDF inputs); payment channels. */
+  config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'DATA_DIR' | 'PUBLIC_BASE_URL' | ChanAEnvKey>;
   /** Opens team LLM provider keys (shared/llm-providers); the decrypted key never leaves the activity. */
   secrets: SecretKeyRing;
 }

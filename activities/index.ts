@@ -6,6 +6,7 @@ import { createPdfInputActivities } from './app-runs/pdf-input.js';
 import { createAppRunActivities } from './app-runs/run-events.js';
 import { createPlatformActivities } from './platform/probes.js';
 import { createScheduledRunActivities } from './schedules/scheduled-run.js';
+import { createOrderSagaActivities } from './hardware-sales/order-saga.js';
 
 export type { ActivityDeps } from './deps.js';
 
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createHttpBlockActivities(deps),
     ...createPdfInputActivities(deps),
     ...createScheduledRunActivities(deps),
+    ...createOrderSagaActivities(deps),
   };
 }
 

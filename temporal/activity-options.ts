@@ -47,3 +47,22 @@ export const pdfInputActivity: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
 };
+
+/**
+ * The order saga's database steps: idempotent, and an order is worth waiting for, so they retry
+ * through any outage without a deadline (an order must not fail because PostgreSQL restarted).
+ */
+export const orderStepActivity: ActivityOptions = {
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+};
+
+/**
+ * Calls to a payment channel (query, refund): idempotent on our numbers; retried for half an hour
+ * on network errors and 5xx, then the saga decides (docs/hardware-sales.md). Refusals (4xx) are final.
+ */
+export const paymentChannelActivity: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '30 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+};

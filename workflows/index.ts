@@ -2,3 +2,4 @@
 export { platformProbeWorkflow } from './platform/probe.js';
 export { appRunWorkflow } from './app-runs/run-app.js';
 export { scheduledRunWorkflow } from './schedules/scheduled-run.js';
+export { hardwareOrderWorkflow } from './hardware-sales/order-saga.js';

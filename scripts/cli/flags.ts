@@ -7,7 +7,13 @@ export class CliError extends Error {
   }
 }
 
-/** `--name value` pairs (also `--name=value`). Repeated, valueless and positional arguments are refused. */
+/**
+ * Flags CONTRACTS.md writes without a value (`sku add-tier … --standard`, `price create … --featured`):
+ * given bare they mean `true`; `--standard false` still works.
+ */
+const SWITCHES = new Set(['standard', 'featured']);
+
+/** `--name value` pairs (also `--name=value`). Repeated, valueless (except switches) and positional arguments are refused. */
 export function parseFlags(args: string[]): Record<string, string> {
   const flags: Record<string, string> = {};
   for (let i = 0; i < args.length; i++) {
@@ -18,6 +24,7 @@ export function parseFlags(args: string[]): Record<string, string> {
     let value: string | undefined;
     if (eq !== -1) value = arg.slice(eq + 1);
     else if (i + 1 < args.length && !args[i + 1]!.startsWith('--')) value = args[++i];
+    if (value === undefined && SWITCHES.has(name)) value = 'true';
     if (value === undefined) throw new CliError('missing_flag_value', `Flag --${name} needs a value`);
     if (name in flags) throw new CliError('invalid_flag', `Flag --${name} was given twice`);
     flags[name] = value;

@@ -1,4 +1,46 @@
-import type { Command } from './commands.js';
+import { z } from 'zod';
+import { notFound } from '../../shared/errors.js';
+import { prepareOrderUpdate, requestRefundUpdate, shipOrderUpdate } from '../../shared/hardware-sales/messages.js';
+import { findOrderByNo, sendOrderStep, type OrderRow } from '../../shared/hardware-sales/order-updates.js';
+import { orderNoPattern } from '../../shared/hardware-sales/numbers.js';
+import type { OrderStepResult } from '../../shared/hardware-sales/messages.js';
+import type { CliContext, Command } from './commands.js';
+import { readFlags } from './flags.js';
 
-/** order prepare, order ship, order refund: the operator's side of the order saga. */
-export const orderCommands: Record<string, Command> = {};
+const orderFlag = z.string().regex(orderNoPattern, 'expected an order number (HWO…)');
+const label = z.string().trim().min(1).max(100);
+
+/** Sends one step to the order's saga, with a Temporal client opened for this command only. */
+async function withOrderSaga(ctx: CliContext, orderNo: string, send: (deps: Parameters<typeof sendOrderStep>[0], order: OrderRow) => Promise<OrderStepResult>) {
+  const order = await findOrderByNo(ctx.db(), orderNo);
+  if (!order) throw notFound(`Order ${orderNo}`);
+  // Loaded on demand: the Temporal client would slow every other command's start.
+  const { connectTemporalClient } = await import('../../temporal/connection.js');
+  const temporal = await connectTemporalClient(ctx.temporalAddress(), ctx.config.TEMPORAL_NAMESPACE);
+  try {
+    return await send({ db: ctx.db(), temporal: temporal.client }, order);
+  } finally {
+    await temporal.close();
+  }
+}
+
+/** The operator's side of the order saga (docs/hardware-sales.md): each command is an update its validator checks. */
+export const orderCommands: Record<string, Command> = {
+  'order prepare': async (flags, ctx) => {
+    const f = readFlags(flags, { order: orderFlag });
+    const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'prepare', prepareOrderUpdate));
+    return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
+  },
+
+  'order ship': async (flags, ctx) => {
+    const f = readFlags(flags, { order: orderFlag, carrier: label, 'tracking-no': label });
+    const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'ship', shipOrderUpdate, { carrier: f.carrier, trackingNo: f['tracking-no'] }));
+    return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
+  },
+
+  'order refund': async (flags, ctx) => {
+    const f = readFlags(flags, { order: orderFlag, reason: z.string().trim().min(1).max(80).optional() });
+    const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'refund', requestRefundUpdate, { reason: f.reason }));
+    return { orderNo: result.orderNo, refundNo: result.refundNo, refundStatus: result.refundStatus };
+  },
+};

@@ -1,5 +1,106 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../../shared/errors.js';
+import { paymentReportedSignal, refundReportedSignal, type PaymentReport, type RefundReport } from '../../../shared/hardware-sales/messages.js';
+import { checkPaidTransaction, checkRefundResult, hardwarePaymentNoOf } from '../../../shared/hardware-sales/payment-checks.js';
+import { appendOrderEvent, recordPaymentEvent } from '../../../shared/hardware-sales/saga-repository.js';
+import { chanAConfigFrom, type ChanAConfig } from '../../../shared/payment-channels/chan-a/config.js';
+import { ChanAVerificationError, verifyChanANotification, type ChanANotification } from '../../../shared/payment-channels/chan-a/notifications.js';
+import { workflowIds } from '../../../temporal/workflow-ids.js';
 import type { AppDeps } from '../../deps.js';
+import { useErrorEnvelope } from '../../plugins/errors.js';
 
-/** The chan_a payment and refund callbacks of hardware orders (spec §4.7). */
-export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async () => {};
+const tags = ['hardware-sales'];
+const acknowledged = { code: 'SUCCESS' as const };
+const reply = { 200: z.object({ code: z.literal('SUCCESS') }), 500: z.object({ code: z.literal('FAIL') }) };
+
+/** Any failed check: the `hardware-callback` envelope answers 500 `{ code: 'FAIL' }` and the channel retries. */
+const fail = (reason: string) => new AppError(500, 'FAIL', reason);
+
+/**
+ * The chan_a callbacks of hardware orders (spec §4.7): verify the raw bytes, check the payment
+ * against the order, record the event once, acknowledge, and let the order's saga act (a signal).
+ * Unknown orders are acknowledged (the channel would retry them for a day for nothing); any failed
+ * verification or check answers FAIL with no detail (the reason is logged).
+ */
+export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  useErrorEnvelope(app, 'hardware-callback');
+  // The raw body, only here: the signature covers the bytes as received, not a re-serialisation.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  let chanA: ChanAConfig | null | undefined;
+  const chanAConfig = () => (chanA === undefined ? (chanA = chanAConfigFrom(deps.config)) : chanA);
+
+  function verified(request: FastifyRequest): { config: ChanAConfig; notification: ChanANotification } {
+    const config = chanAConfig();
+    if (!config) throw fail('chan_a is not configured');
+    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    try {
+      return { config, notification: verifyChanANotification(config, request.headers, body) };
+    } catch (error) {
+      if (error instanceof ChanAVerificationError) throw fail(`verification failed: ${error.reason}`);
+      throw error;
+    }
+  }
+
+  app.post('/webhook/hardware-sales', {
+    schema: { tags, summary: 'chan_a payment callback of a hardware order (HWSP…): verified, recorded once, signals the order saga', response: reply },
+  }, async (request) => {
+    const { config, notification } = verified(request);
+    if (notification.eventType !== 'TRANSACTION.SUCCESS') throw fail(`unexpected event ${notification.eventType}`);
+    const paymentNo = hardwarePaymentNoOf(notification.resource);
+    const order = paymentNo && await deps.db.selectFrom('hw_orders')
+      .select(['id', 'order_no', 'payment_no', 'final_amount_cents', 'currency', 'payment_status'])
+      .where('payment_no', '=', paymentNo).executeTakeFirst();
+    if (!order) return unknownTo(request.log, 'payment', notification);
+    const checked = checkPaidTransaction(notification.resource, order, config, 'callback');
+    if ('refused' in checked) throw fail(`payment refused: ${checked.refused}`);
+    await recordPaymentEvent(deps.db, { provider: 'chan_a', eventId: notification.id, eventType: notification.eventType, paymentNo: order.payment_no, resource: notification.resource });
+    // Signalled on every delivery, the first included or not: a signal lost to an outage (FAIL, the
+    // channel retries) is sent again, and the saga takes one payment however many arrive.
+    const delivered = await signalSaga(deps.temporal.client, order.order_no, paymentReportedSignal, checked);
+    if (!delivered && order.payment_status !== 'paid') {
+      // The saga has finished, so the order had expired: the money needs a person (docs/hardware-sales.md).
+      request.log.error({ orderNo: order.order_no }, 'payment arrived for an order that had expired');
+      await appendOrderEvent(deps.db, order.id, 'payment_after_expiry', 'channel', { amountCents: checked.amountCents }, false);
+    }
+    return acknowledged;
+  });
+
+  app.post('/webhook/hardware-sales-refund', {
+    schema: { tags, summary: 'chan_a refund callback of a hardware order (HWSR…): verified, recorded once, signals the order saga', response: reply },
+  }, async (request) => {
+    const { config, notification } = verified(request);
+    const checked = checkRefundResult(notification.eventType, notification.resource, config);
+    if ('refused' in checked) throw fail(`refund refused: ${checked.refused}`);
+    const refund = await deps.db.selectFrom('hw_refunds').innerJoin('hw_orders', 'hw_orders.id', 'hw_refunds.order_id')
+      .select(['hw_orders.order_no', 'hw_refunds.status']).where('hw_refunds.refund_no', '=', checked.refundNo).executeTakeFirst();
+    if (!refund) return unknownTo(request.log, 'refund', notification);
+    await recordPaymentEvent(deps.db, { provider: 'chan_a', eventId: notification.id, eventType: notification.eventType, refundNo: checked.refundNo, resource: notification.resource });
+    const delivered = await signalSaga(deps.temporal.client, refund.order_no, refundReportedSignal, checked);
+    if (!delivered && refund.status === 'processing') request.log.error({ refundNo: checked.refundNo }, 'refund outcome for an order whose saga has finished');
+    return acknowledged;
+  });
+};
+
+/** A verified notification about nothing we sold: acknowledged, so the channel stops retrying it. */
+function unknownTo(log: FastifyBaseLogger, what: string, notification: ChanANotification) {
+  log.warn({ eventId: notification.id, eventType: notification.eventType }, `chan_a ${what} notification for no known hardware order`);
+  return acknowledged;
+}
+
+/** Signals the order's saga; false when it has finished (Temporal outages propagate: the channel retries). */
+async function signalSaga<T extends PaymentReport | RefundReport>(
+  temporal: Client, orderNo: string, signal: typeof paymentReportedSignal | typeof refundReportedSignal, report: T,
+): Promise<boolean> {
+  try {
+    await temporal.workflow.getHandle(workflowIds.hardwareOrder(orderNo)).signal(signal as never, report as never);
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
