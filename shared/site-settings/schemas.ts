@@ -72,6 +72,7 @@ export const siteSettingDefinitions = {
   'hardware_sales.rate_limits': {
     schema: z.object({
       quotePerMinute: z.number().int().positive(),
+      configPerMinute: z.number().int().positive(),
       orderPerMinute: z.number().int().positive(),
       payPerMinute: z.number().int().positive(),
       lookupPerMinute: z.number().int().positive(),
@@ -80,7 +81,7 @@ export const siteSettingDefinitions = {
       otpMaxAttempts: z.number().int().positive(),
     }).partial(),
     defaults: {
-      quotePerMinute: 10, orderPerMinute: 10, payPerMinute: 10, lookupPerMinute: 10,
+      quotePerMinute: 10, configPerMinute: 120, orderPerMinute: 10, payPerMinute: 10, lookupPerMinute: 10,
       otpIpPerHour: 20, otpPhoneCooldownSeconds: 60, otpMaxAttempts: 5,
     },
   },

@@ -39,7 +39,7 @@ export const testAddress = (overrides: Partial<HwAddress> = {}): HwAddress => ({
 });
 
 /** Rate limits high enough that a file's own calls never meet them (tests of 429 lower them again). */
-export const generousRateLimits = { quotePerMinute: 100_000, orderPerMinute: 100_000, payPerMinute: 100_000, lookupPerMinute: 100_000 };
+export const generousRateLimits = { quotePerMinute: 100_000, configPerMinute: 100_000, orderPerMinute: 100_000, payPerMinute: 100_000, lookupPerMinute: 100_000 };
 
 export function hardwareFixtures(stack: TestStack) {
   const { db } = stack;

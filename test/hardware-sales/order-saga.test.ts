@@ -210,6 +210,12 @@ describe('hardware sales: the order saga', () => {
       expect(await hw.stockOf(sku.id, 'std')).toBe(stockBefore);
       expect(await hw.usedCount(code.id)).toBe(0);
       expect(await stack.db.selectFrom('hw_code_redemptions').select('status').where('order_id', '=', order.id).executeTakeFirstOrThrow()).toEqual({ status: 'released' });
+      const onCancelled = await receipt(order.order_no);
+      expect([onCancelled.statusCode, onCancelled.json().error.code]).toEqual([409, 'ORDER_STATE_INVALID']);
+      const paidTooLate = await callback('hardware-sales', paid(order));
+      expect([paidTooLate.statusCode, paidTooLate.json()]).toEqual([200, { code: 'SUCCESS' }]);
+      expect(await orderRow(order.order_no)).toMatchObject({ payment_status: 'closed', order_status: 'cancelled' });
+      expect((await timeline(order.id)).map((e) => e.type)).toContain('payment_after_expiry');
       // The saga asked the channel before giving the order up.
       expect(chanA.requests.some((r) => r.method === 'GET' && r.path.startsWith(`/v3/pay/transactions/out-trade-no/${order.payment_no}`) && r.authorized)).toBe(true);
       // The slot is usable again by someone else.

@@ -8,7 +8,7 @@ import { publicOrderRoutes } from './public-orders.js';
 /** Hardware sales (docs/hardware-sales.md): phone login, the public shop, the buyer's orders, the channel callbacks. */
 export const hardwareSalesRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   await app.register(phoneAuthRoutes, deps);
-  await app.register(publicOrderRoutes, deps);
+  await app.register(publicOrderRoutes, { ...deps, prefix: '/public/hardware-sales' });
   await app.register(myOrderRoutes, deps);
   await app.register(hardwareCallbackRoutes, deps);
 };

@@ -1,7 +1,9 @@
+import cors from '@fastify/cors';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
+import { assertWithinLimits, bucketKey, perMinute } from '../../../shared/hardware-sales/rate-limits.js';
 import { getSkuConfig, tierKinds, salesModes, skuStatuses } from '../../../shared/hardware-sales/catalogue.js';
 import { assertOrderWithinLimits, createOrder } from '../../../shared/hardware-sales/order-create.js';
 import { assertQuoteWithinLimits, presentedCode, quoteOrder, quoteStatuses } from '../../../shared/hardware-sales/quote.js';
@@ -97,7 +99,10 @@ const blankToNull = (value: string | null | undefined): string | null => (value 
 /** The public catalogue, quote and create (spec §4.8); errors in the public envelope (§7.1). */
 export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useErrorEnvelope(app, 'public');
-  const base = '/public/hardware-sales';
+  // Shops on other origins call these from the browser: their own policy (spec §4.8), on this
+  // prefix only. Identity travels in Authorization or the body, never in cookies, so any origin may call.
+  await app.register(cors, { origin: '*', methods: ['GET', 'POST', 'OPTIONS'], allowedHeaders: ['content-type', 'authorization'], maxAge: 600 });
+  const base = ''; // registered under /public/hardware-sales (index.ts)
   const startDeps = { db: deps.db, temporal: deps.temporal.client, availability: deps.temporal.availability };
 
   app.get(`${base}/skus/:sku/config`, {
@@ -106,10 +111,12 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       tags, summary: 'A SKU\'s public configuration: tiers and prices, never the real stock or cost',
       description: 'Unknown, draft and archived SKUs answer 404 `SKU_NOT_FOUND`.',
       params: z.object({ sku: z.string().max(200) }),
-      response: { 200: success(skuConfigView), 400: publicError, 404: publicError },
+      response: { 200: success(skuConfigView), 400: publicError, 404: publicError, 429: publicError },
     },
   }, async (request) => {
     rejectInvalid(request);
+    const { configPerMinute } = await deps.settings.get('hardware_sales.rate_limits');
+    await assertWithinLimits(deps.rateLimiter, [{ key: bucketKey('config', 'ip', request.ip), limit: perMinute(configPerMinute) }]);
     return { success: true as const, data: await getSkuConfig(deps.db, request.params.sku) };
   });
 
