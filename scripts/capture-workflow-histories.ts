@@ -37,6 +37,8 @@ import { startTemporalDevServer } from '../temporal/dev-server.js';
 import { taskQueueName } from '../temporal/task-queues.js';
 import { workflowIds } from '../temporal/workflow-ids.js';
 import { bundleWorkflows } from '../worker/bundle.js';
+import { startChanAServer } from '../test/harness/chan-a-server.js';
+import { captureOrderSagas } from './capture/order-sagas.js';
 import { createWorkers } from '../worker/create-workers.js';
 
 const historiesDir = fileURLToPath(new URL('../test/replay/histories/', import.meta.url));
@@ -92,7 +94,10 @@ function scrubIdentities(value: unknown): unknown {
     [key, key === 'identity' && typeof v === 'string' ? 'capture-workflow-histories' : scrubIdentities(v)]));
 }
 
-const fixtureNames = ['app-run-pure', 'app-run-http', 'app-run-block-failure', 'app-run-timeout', 'scheduled-run-manual', 'app-run-scheduled-child', 'platform-probe'];
+const fixtureNames = [
+  'app-run-pure', 'app-run-http', 'app-run-block-failure', 'app-run-timeout', 'scheduled-run-manual', 'app-run-scheduled-child', 'platform-probe',
+  'hardware-order-delivered', 'hardware-order-refunded', 'hardware-order-expired',
+];
 const only = new Set(process.argv.slice(2));
 const unknown = [...only].filter((name) => !fixtureNames.includes(name));
 if (unknown.length > 0) {
@@ -134,7 +139,12 @@ try {
   await migrateToLatest(migrator);
   await migrator.destroy();
 
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: path.join(workDir, 'data'), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
+  // chan_a for the order sagas: the local server of the tests, with its own keys.
+  const chanA = await startChanAServer();
+  cleanups.push(() => chanA.close());
+  const config = loadConfig({
+    NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: path.join(workDir, 'data'), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, ...chanA.env,
+  });
   await mkdir(config.DATA_DIR, { recursive: true });
   const deps = await connectAppDeps(config, { databaseUrl, temporalAddress: temporal.address }, say);
   cleanups.push(() => deps.close());
@@ -164,7 +174,8 @@ try {
   // Before the workers stop: drops the request the timed-out run left hanging.
   cleanups.push(() => new Promise<void>((resolve) => { target.closeAllConnections(); target.close(() => resolve()); }));
   const origin = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
-  await upsertSiteSetting(db, 'http_block.allow_hosts', [origin.slice('http://'.length)]);
+  await upsertSiteSetting(db, 'http_block.allow_hosts', [origin.slice('http://'.length), new URL(chanA.url).host]);
+  await upsertSiteSetting(db, 'hardware_sales.refund_window_seconds', 0);
   deps.settings.invalidate();
 
   const user = await createUser(db, { email: `capture-${randomUUID().slice(0, 8)}@example.com`, name: 'Capture' });
@@ -239,6 +250,9 @@ try {
       taskQueue: taskQueueName('platform', config.TEMPORAL_TASK_QUEUE_SUFFIX), workflowId, args: [{ probeId, note: 'replay fixture' }],
     });
     await save('platform-probe', workflowId);
+  }
+  if (fixtureNames.some((name) => name.startsWith('hardware-order-') && wanted(name))) {
+    await captureOrderSagas({ db, app, client, chanA, jwt, wanted, save, settings: deps.settings });
   }
   await cleanUp();
   say('done');
