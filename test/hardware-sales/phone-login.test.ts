@@ -228,6 +228,7 @@ describe('phone login: /auth/phone/send-otp, /auth/phone/verify, /my/phone/bind'
     expect(right.statusCode).toBe(429);
     expect(right.json()).toEqual({ success: false, error: { code: 'TOO_MANY_ATTEMPTS', message: expect.any(String) } });
     expect(right.json().data).toBeUndefined();
+    expect(Number(right.headers['retry-after'])).toBeGreaterThan(0);
     expect(await dbState(phone)).toEqual(before);
     expect(before.users.some((u) => u.phone === phone)).toBe(false);
     expect((await otpRows(phone))[0]).toMatchObject({ attempts: 5, consumed_at: null });

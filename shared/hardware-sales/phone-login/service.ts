@@ -61,13 +61,15 @@ export function parsePhone(phone: unknown): string {
 }
 
 const invalidCode = () => new AppError(400, 'INVALID_CODE', 'The verification code is invalid or expired');
-const tooManyAttempts = () => new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many wrong attempts for this code; request a new one');
+/** The code is dead: `Retry-After` is the phone's cooldown, after which a new code may be asked for. */
+const tooManyAttempts = (retryAfterSeconds: number) => new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many wrong attempts for this code; request a new one', {},
+  { 'retry-after': String(retryAfterSeconds) });
 const phoneTaken = () => new AppError(409, 'PHONE_ALREADY_BOUND', 'This phone number is already bound to another account');
 
 /** The outcome of a code check as the caller sees it: the value, or 400 / 429. */
-function settle<T>(check: OtpCheck<T>): T {
+function settle<T>(check: OtpCheck<T>, cooldownSeconds: number): T {
   if (check.status === 'ok') return check.value;
-  throw check.status === 'locked' ? tooManyAttempts() : invalidCode();
+  throw check.status === 'locked' ? tooManyAttempts(cooldownSeconds) : invalidCode();
 }
 
 const sentMessage = { zh: '验证码已发送', en: 'Verification code sent' } as const;
@@ -140,7 +142,7 @@ export async function verifyOtpLogin(deps: PhoneLoginDeps, input: { phone: unkno
   const phone = parsePhone(input.phone);
   const limits = await deps.settings.get('hardware_sales.rate_limits');
   const { user, created } = settle(await consumeOtp(deps.db, { phone, code: input.code, maxAttempts: limits.otpMaxAttempts, key: deps.otpKey },
-    (trx) => findOrRegister(trx, phone)));
+    (trx) => findOrRegister(trx, phone)), limits.otpPhoneCooldownSeconds);
 
   const defaults = await ensureDefaultProject(deps.db, user.id, phoneLanguage(input.lang));
   const phoneTtl = await deps.settings.get('hardware_sales.phone_token_ttl_seconds');
@@ -173,7 +175,7 @@ export async function bindPhone(deps: PhoneLoginDeps, input: { userId: string; p
       if (isUniqueViolation(error)) throw phoneTaken();
       throw error;
     }
-  }));
+  }), limits.otpPhoneCooldownSeconds);
   const phoneTtl = await deps.settings.get('hardware_sales.phone_token_ttl_seconds');
   return { phone, phoneToken: await issuePhoneToken(deps.db, { phone, userId: input.userId }, phoneTtl) };
 }
