@@ -19,6 +19,7 @@ import { generateToken, hasValidTokenShape } from '../../shared/credentials/toke
 import { sha256Hex } from '../../shared/crypto.js';
 import { startTemporalDevServer } from '../../temporal/dev-server.js';
 import { concurrentOpsPerSecond, opsPerSecond, report, type Comparison } from './measure.js';
+import { benchOrders, runsPerSecondIn } from './orders.js';
 import { benchRuns } from './runs.js';
 import { startWorkerProcess, waitForWorker } from './worker-process.js';
 import { benchSchedules } from './schedules.js';
@@ -36,6 +37,7 @@ const [postgres, temporal] = await Promise.all([
 ]);
 const rows: Comparison[] = [];
 const runRows: string[] = [];
+const orderRows: string[] = [];
 try {
   const admin = createDb(postgres.url, { poolSize: 1 });
   await sql.raw('CREATE DATABASE bench').execute(admin);
@@ -96,6 +98,19 @@ try {
       },
     })));
     runRows.push(...(await benchSchedules(deps)));
+
+    // 5. Hardware order creation against the run endpoint, 50 concurrent, as section 4 measured
+    // runs/s: against its figure with the worker in a process of its own, which still runs (and
+    // polls `hardware-sales`, where each order starts its saga), so both go through the same topology.
+    const orders = await benchOrders(deps, {
+      label: 'section 4, worker in a process of its own',
+      runsPerSecond: runsPerSecondIn(runRows, 'demo runs/s, 50 concurrent, worker in a process of its own'),
+    }, [
+      { name: 'bench process (callers and API)', pid: 'self' }, { name: 'worker', pid: worker?.pid ?? null },
+      { name: 'Temporal', pid: temporal.pid }, { name: 'PostgreSQL', pid: postgres.pid },
+    ]);
+    rows.push(orders.comparison);
+    orderRows.push(...orders.lines);
   } finally {
     await inProcess.shutdown();
     await worker?.stop();
@@ -109,3 +124,5 @@ try {
 report(rows);
 console.log('\n| run path | measured | floor (same run) | ratio |\n|---|---|---|---|');
 for (const row of runRows) console.log(row);
+console.log('\n| hardware orders | measured | baseline (same run) | ratio |\n|---|---|---|---|');
+for (const row of orderRows) console.log(row);

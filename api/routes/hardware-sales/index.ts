@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../../deps.js';
 import { hardwareCallbackRoutes } from './callbacks.js';
+import { friendCodeRoutes } from './friend-codes.js';
 import { myOrderRoutes } from './my-orders.js';
 import { phoneAuthRoutes } from './phone-auth.js';
 import { publicOrderRoutes } from './public-orders.js';
@@ -10,5 +11,6 @@ export const hardwareSalesRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, d
   await app.register(phoneAuthRoutes, deps);
   await app.register(publicOrderRoutes, { ...deps, prefix: '/public/hardware-sales' });
   await app.register(myOrderRoutes, deps);
+  await app.register(friendCodeRoutes, deps);
   await app.register(hardwareCallbackRoutes, deps);
 };

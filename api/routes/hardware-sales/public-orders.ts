@@ -10,6 +10,7 @@ import { assertQuoteWithinLimits, presentedCode, quoteOrder, quoteStatuses } fro
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 import { optionalBuyer, requireBuyer } from './buyer.js';
+import { publicLookupRoutes } from './public-lookup.js';
 
 const tags = ['hardware-sales'];
 
@@ -103,6 +104,8 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
   // prefix only. Identity travels in Authorization or the body, never in cookies, so any origin may call.
   await app.register(cors, { origin: '*', methods: ['GET', 'POST', 'OPTIONS'], allowedHeaders: ['content-type', 'authorization'], maxAge: 600 });
   const base = ''; // registered under /public/hardware-sales (index.ts)
+  // Every other public shop route lives inside this context, so the one CORS policy covers it.
+  await app.register(publicLookupRoutes, deps);
   const startDeps = { db: deps.db, temporal: deps.temporal.client, availability: deps.temporal.availability };
 
   app.get(`${base}/skus/:sku/config`, {
