@@ -212,7 +212,7 @@ describe('hardware sales: the order saga', () => {
       expect(await stack.db.selectFrom('hw_code_redemptions').select('status').where('order_id', '=', order.id).executeTakeFirstOrThrow()).toEqual({ status: 'released' });
       const onCancelled = await receipt(order.order_no);
       expect([onCancelled.statusCode, onCancelled.json().error.code]).toEqual([409, 'ORDER_STATE_INVALID']);
-      const paidTooLate = await callback('hardware-sales', paid(order));
+      const paidTooLate = await callback('hardware-sales', paid(order, { total: order.final_amount_cents }));
       expect([paidTooLate.statusCode, paidTooLate.json()]).toEqual([200, { code: 'SUCCESS' }]);
       expect(await orderRow(order.order_no)).toMatchObject({ payment_status: 'closed', order_status: 'cancelled' });
       expect((await timeline(order.id)).map((e) => e.type)).toContain('payment_after_expiry');

@@ -1,10 +1,16 @@
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
+import { changeOrderAddress } from '../../../shared/hardware-sales/address-change.js';
 import { confirmReceiptUpdate } from '../../../shared/hardware-sales/messages.js';
 import { orderNoPattern } from '../../../shared/hardware-sales/numbers.js';
 import { findOrderByNo, sendOrderStep } from '../../../shared/hardware-sales/order-updates.js';
+import {
+  buyerOrderDetail, buyerOrderList, fulfillmentStatuses, maskedAddressSchema, orderStatuses, orderViewSchema, paymentStatuses, refundStatuses, viewLang,
+} from '../../../shared/hardware-sales/order-views.js';
 import type { AppDeps } from '../../deps.js';
+import { addressSchema, blankToNull, rejectInvalid } from './address-schema.js';
 import { principalOf } from '../../plugins/auth.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 
@@ -14,10 +20,108 @@ const orderParams = z.object({ orderNo: z.string().min(1).max(64) });
 /** Missing and not owned answer alike (spec §4.9 rule 1). */
 const orderNotFound = () => new AppError(404, 'ORDER_NOT_FOUND', 'Order not found');
 
+const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
+const success = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
+
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  paymentStatus: z.enum(paymentStatuses).optional(),
+  orderStatus: z.enum(orderStatuses).optional(),
+});
+const orderSummary = z.object({
+  orderNo: z.string(), sku: z.string(), tierCode: z.string(), paymentStatus: z.enum(paymentStatuses), fulfillmentStatus: z.enum(fulfillmentStatuses),
+  orderStatus: z.enum(orderStatuses), amountCents: z.int(), discountCents: z.int(), currency: z.string(), createdAt: z.string(),
+});
+
+const detailView = z.object({
+  order: orderViewSchema.extend({
+    deliveredAt: z.string().nullable(), refundStatus: z.enum(refundStatuses).nullable(), entitlementStatus: z.enum(['active', 'reclaimed']).nullable(),
+  }),
+  items: z.array(z.object({ sku: z.string(), tierCode: z.string(), title: z.string(), quantity: z.int(), listPriceCents: z.int() })),
+  address: maskedAddressSchema.extend({ version: z.int().describe('send it back as `version` when changing the address') }),
+  timeline: z.array(z.object({ type: z.string(), at: z.string() })),
+});
+
+const addressPatchBody = addressSchema.extend({
+  version: z.int().min(1).optional().describe('the address version read from the order; a changed address is 409 ADDRESS_VERSION_CONFLICT'),
+});
+
+/** Schema failures: `INVALID_ADDRESS` for an address field of the body, `INVALID_REQUEST` for the rest. */
+const refuseInvalid = (request: FastifyRequest) => rejectInvalid(request, (path, context) => context === 'body' && path[0] !== undefined && path[0] !== 'version');
+
+/** An empty number is the caller's mistake (400); a malformed one is looked up as nothing (404). */
+function presentedOrderNo(orderNo: string): string | null {
+  if (orderNo.trim() === '') throw new AppError(400, 'INVALID_REQUEST', 'Missing order number');
+  return orderNoPattern.test(orderNo) ? orderNo : null;
+}
+
 /** The logged-in buyer's order endpoints (spec §4.9): JWT or OAuth `orders:checkout`. */
 export const myOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useErrorEnvelope(app, 'public');
   const sagaDeps = { db: deps.db, temporal: deps.temporal.client };
+
+  app.get('/hardware-sales/orders', {
+    config: { access: 'hardwareSales' },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'The buyer\'s own orders, newest first',
+      description: '`limit` 1-100 (default 20), `offset` (default 0); `paymentStatus` and `orderStatus` filter (an unknown value is 400).',
+      querystring: listQuery,
+      response: { 200: success(z.object({ orders: z.array(orderSummary), pagination: z.object({ total: z.int(), limit: z.int(), offset: z.int() }) })), 400: publicError },
+    },
+  }, async (request) => {
+    refuseInvalid(request);
+    const { userId } = principalOf(request, 'jwt', 'oauth');
+    const { limit, offset, paymentStatus, orderStatus } = request.query;
+    return { success: true as const, data: await buyerOrderList(deps.db, userId, { limit, offset, paymentStatus, orderStatus }) };
+  });
+
+  app.get('/hardware-sales/orders/:orderNo', {
+    config: { access: 'hardwareSales' },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'One of the buyer\'s orders: status, stage, items, masked address, logistics once shipped, the visible timeline',
+      description: 'Another buyer\'s order and a missing one are the same 404 `ORDER_NOT_FOUND`. `lang=zh` gives a Chinese `stageLabel` (default en).',
+      params: z.object({ orderNo: z.string().max(64) }),
+      querystring: z.object({ lang: z.string().max(16).optional() }),
+      response: { 200: success(detailView), 400: publicError, 404: publicError },
+    },
+  }, async (request) => {
+    refuseInvalid(request);
+    const { userId } = principalOf(request, 'jwt', 'oauth');
+    const orderNo = presentedOrderNo(request.params.orderNo);
+    const detail = orderNo === null ? undefined : await buyerOrderDetail(deps.db, userId, orderNo, viewLang(request.query.lang));
+    if (!detail) throw orderNotFound();
+    return { success: true as const, data: detail };
+  });
+
+  app.patch('/hardware-sales/orders/:orderNo/address', {
+    config: { access: 'hardwareSales' },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'Replace the address of an order not yet shipped (under the order\'s row lock)',
+      description: 'Only while the order is open and not shipped (else 409 `ORDER_STATE_INVALID`). With `version`, an address changed since '
+        + 'it was read is 409 `ADDRESS_VERSION_CONFLICT`. Answers the masked address and its new version.',
+      params: z.object({ orderNo: z.string().max(64) }),
+      body: addressPatchBody,
+      response: { 200: success(z.object({ address: maskedAddressSchema, version: z.int() })), 400: publicError, 404: publicError, 409: publicError },
+    },
+  }, async (request) => {
+    refuseInvalid(request);
+    const { userId } = principalOf(request, 'jwt', 'oauth');
+    const orderNo = presentedOrderNo(request.params.orderNo);
+    if (orderNo === null) throw orderNotFound();
+    const body = request.body;
+    const data = await changeOrderAddress(deps.db, {
+      userId, orderNo, version: body.version,
+      address: {
+        receiverName: body.receiverName, receiverPhone: blankToNull(body.receiverPhone), province: body.province, city: body.city,
+        district: blankToNull(body.district), addressLine: body.addressLine, postalCode: blankToNull(body.postalCode),
+      },
+    });
+    return { success: true as const, data };
+  });
 
   app.post('/hardware-sales/orders/:orderNo/receipt', {
     config: { access: 'hardwareSales' },

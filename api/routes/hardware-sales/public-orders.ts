@@ -9,6 +9,7 @@ import { assertOrderWithinLimits, createOrder } from '../../../shared/hardware-s
 import { assertQuoteWithinLimits, presentedCode, quoteOrder, quoteStatuses } from '../../../shared/hardware-sales/quote.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
+import { addressSchema, blankToNull, rejectInvalid } from './address-schema.js';
 import { optionalBuyer, requireBuyer } from './buyer.js';
 import { publicLookupRoutes } from './public-lookup.js';
 
@@ -24,19 +25,7 @@ const tierCodeField = z.string().trim().min(1).max(100);
 const discountCodeField = z.string().max(100).nullish().describe('blank or absent: the list price');
 const phoneTokenField = z.string().max(200).optional().describe('a phone token from /auth/phone/verify, instead of Authorization');
 
-const text = (max: number) => z.string().trim().min(1).max(max);
-/** Optional text: blank means absent. */
-const optionalText = (max: number, pattern?: RegExp, what = 'invalid format') =>
-  z.string().trim().max(max).refine((value) => value === '' || !pattern || pattern.test(value), what).nullish();
-const address = z.object({
-  receiverName: text(50),
-  receiverPhone: optionalText(20, /^(\+[1-9]\d{7,14}|\d{5,15})$/, 'expected E.164 (+8613800000000) or local digits'),
-  province: text(50),
-  city: text(50),
-  district: optionalText(50),
-  addressLine: text(200),
-  postalCode: optionalText(12, /^[A-Za-z0-9][A-Za-z0-9 -]{1,10}[A-Za-z0-9]$/, 'expected a postal code such as 100000'),
-});
+const address = addressSchema;
 
 const quoteBody = z.object({ sku: skuField, tierCode: tierCodeField, discountCode: discountCodeField, phoneToken: phoneTokenField });
 const createBody = z.object({
@@ -83,19 +72,9 @@ async function refuseAmountFields(request: FastifyRequest): Promise<void> {
   if (key !== undefined) throw new AppError(400, 'AMOUNT_FIELD_FORBIDDEN', `The body must not carry amounts ('${key}'): the server prices the order from the SKU and tier`);
 }
 
-type ValidationFailure = Error & { validation?: Array<{ instancePath: string; message?: string }>; validationContext?: string };
+/** Schema failures: `INVALID_ADDRESS` for the address, `INVALID_REQUEST` for the rest. */
+const refuseInvalid = (request: FastifyRequest) => rejectInvalid(request, (path) => path[0] === 'address');
 
-/** Schema failures in the public envelope: `INVALID_ADDRESS` for the address, `INVALID_REQUEST` for the rest. */
-function rejectInvalid(request: FastifyRequest): void {
-  const failure = request.validationError as ValidationFailure | undefined;
-  if (!failure) return;
-  const first = failure.validation?.[0];
-  const path = (first?.instancePath ?? '').split('/').filter(Boolean);
-  const field = [failure.validationContext ?? 'body', ...path].join('.');
-  throw new AppError(400, path[0] === 'address' ? 'INVALID_ADDRESS' : 'INVALID_REQUEST', first ? `${field}: ${first.message ?? 'invalid'}` : 'Invalid request');
-}
-
-const blankToNull = (value: string | null | undefined): string | null => (value === undefined || value === null || value === '' ? null : value);
 
 /** The public catalogue, quote and create (spec §4.8); errors in the public envelope (§7.1). */
 export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
@@ -105,7 +84,8 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
   await app.register(cors, { origin: '*', methods: ['GET', 'POST', 'OPTIONS'], allowedHeaders: ['content-type', 'authorization'], maxAge: 600 });
   const base = ''; // registered under /public/hardware-sales (index.ts)
   // Every other public shop route lives inside this context, so the one CORS policy covers it.
-  await app.register(publicLookupRoutes, deps);
+  const { prefix: _mounted, ...appDeps } = deps as AppDeps & { prefix?: string };
+  await app.register(publicLookupRoutes, appDeps);
   const startDeps = { db: deps.db, temporal: deps.temporal.client, availability: deps.temporal.availability };
 
   app.get(`${base}/skus/:sku/config`, {
@@ -117,7 +97,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       response: { 200: success(skuConfigView), 400: publicError, 404: publicError, 429: publicError },
     },
   }, async (request) => {
-    rejectInvalid(request);
+    refuseInvalid(request);
     const { configPerMinute } = await deps.settings.get('hardware_sales.rate_limits');
     await assertWithinLimits(deps.rateLimiter, [{ key: bucketKey('config', 'ip', request.ip), limit: perMinute(configPerMinute) }]);
     return { success: true as const, data: await getSkuConfig(deps.db, request.params.sku) };
@@ -134,7 +114,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       response: { 200: success(quoteView), 400: publicError, 401: publicError, 403: publicError, 429: publicError },
     },
   }, async (request) => {
-    rejectInvalid(request);
+    refuseInvalid(request);
     const buyer = await optionalBuyer(deps, request, request.body.phoneToken);
     const discountCode = presentedCode(request.body.discountCode);
     await assertQuoteWithinLimits(deps, { ip: request.ip, buyer, discountCode });
@@ -154,7 +134,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       response: { 200: success(orderView), 400: publicError, 401: publicError, 403: publicError, 404: publicError, 409: publicError, 429: publicError, 503: publicError },
     },
   }, async (request) => {
-    rejectInvalid(request);
+    refuseInvalid(request);
     const body = request.body;
     const buyer = await requireBuyer(deps, request, body.phoneToken);
     await assertOrderWithinLimits(deps, { ip: request.ip, buyer });
