@@ -77,6 +77,11 @@ const envSchema = z.object({
   CHAN_A_API_V3_KEY: optionalString,
   CHAN_A_PLATFORM_PUBLIC_KEY: optionalString,
   CHAN_A_PLATFORM_PUBLIC_KEY_ID: optionalString,
+  // chan_b (Alipay open platform, RSA2): configured when the app id and both keys are set.
+  CHAN_B_GATEWAY_URL: z.string().url().default('https://openapi.alipay.com/gateway.do'),
+  CHAN_B_APP_ID: optionalString,
+  CHAN_B_APP_PRIVATE_KEY: optionalString,
+  CHAN_B_PUBLIC_KEY: optionalString,
 });
 
 export type Config = z.infer<typeof envSchema>;

@@ -19,6 +19,7 @@ import { oauthCommands } from './oauth-commands.js';
 import { releaseCommands } from './release-commands.js';
 import { hardwareSalesCommands } from './hardware-sales-commands.js';
 import { orderCommands } from './order-commands.js';
+import { chanACommands } from './chan-a-commands.js';
 import { smsCommands } from './sms-commands.js';
 
 export interface CliContext {
@@ -42,6 +43,7 @@ export const commands: Record<string, Command> = {
   ...hardwareSalesCommands,
   ...smsCommands,
   ...orderCommands,
+  ...chanACommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });

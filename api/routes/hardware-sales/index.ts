@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../../deps.js';
 import { hardwareCallbackRoutes } from './callbacks.js';
+import { chanBCallbackRoutes } from './chan-b-callback.js';
 import { friendCodeRoutes } from './friend-codes.js';
 import { myOrderRoutes } from './my-orders.js';
 import { phoneAuthRoutes } from './phone-auth.js';
@@ -13,4 +14,5 @@ export const hardwareSalesRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, d
   await app.register(myOrderRoutes, deps);
   await app.register(friendCodeRoutes, deps);
   await app.register(hardwareCallbackRoutes, deps);
+  await app.register(chanBCallbackRoutes, deps);
 };

@@ -12,6 +12,7 @@ import { useErrorEnvelope } from '../../plugins/errors.js';
 import { addressSchema, blankToNull, rejectInvalid } from './address-schema.js';
 import { optionalBuyer, requireBuyer } from './buyer.js';
 import { publicLookupRoutes } from './public-lookup.js';
+import { publicPayRoutes } from './public-pay.js';
 
 const tags = ['hardware-sales'];
 
@@ -86,6 +87,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
   // Every other public shop route lives inside this context, so the one CORS policy covers it.
   const { prefix: _mounted, ...appDeps } = deps as AppDeps & { prefix?: string };
   await app.register(publicLookupRoutes, appDeps);
+  await app.register(publicPayRoutes, appDeps);
   const startDeps = { db: deps.db, temporal: deps.temporal.client, availability: deps.temporal.availability };
 
   app.get(`${base}/skus/:sku/config`, {
