@@ -450,6 +450,8 @@ export interface HwAddress {
   postalCode?: string | null;
 }
 
+export type HwPayProvider = 'chan_a' | 'chan_b';
+
 export interface HwOrdersTable {
   id: string;
   order_no: string;
@@ -480,11 +482,26 @@ export interface HwOrdersTable {
   channel: string | null;
   utm: NullableJson<Record<string, unknown>>;
   lang: string | null;
+  /** The open payment (migration 0014): the channel and scene it was opened with, and the answer given. */
+  pay_provider: HwPayProvider | null;
+  pay_scene: string | null;
+  pay_answer: NullableJson<Record<string, unknown>>;
+  pay_requested_at: NullableTimestamp;
   expires_at: Timestamp;
   paid_at: NullableTimestamp;
   shipped_at: NullableTimestamp;
   delivered_at: NullableTimestamp;
   cancelled_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** The official account an OAuth client id uses for chan_a in-app pay (`chan-a account set`). */
+export interface ChanAOfficialAccountsTable {
+  client_id: string;
+  app_id: string;
+  app_secret_sealed: string;
+  safe_domains: ColumnType<string[], string | undefined, string>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -617,6 +634,7 @@ export interface DB {
   hw_tiers: HwTiersTable;
   hw_discount_codes: HwDiscountCodesTable;
   hw_orders: HwOrdersTable;
+  chan_a_official_accounts: ChanAOfficialAccountsTable;
   hw_order_items: HwOrderItemsTable;
   hw_code_redemptions: HwCodeRedemptionsTable;
   hw_payment_events: HwPaymentEventsTable;

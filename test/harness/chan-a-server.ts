@@ -100,6 +100,12 @@ export interface ChanAServer {
   notification(event: ChanANotificationEvent, tamper?: ChanANotificationTamper): { headers: Record<string, string>; body: Buffer };
   /** POSTs notification(event, tamper) to our service. */
   notify(targetUrl: string, event: ChanANotificationEvent, tamper?: ChanANotificationTamper): Promise<Response>;
+  /** Registers an official account (AppID and AppSecret) the OAuth endpoint accepts. */
+  officialAccount(appId: string, secret: string): void;
+  /** A base web-authorization code for `openid` of `appId`: `/sns/oauth2/access_token` exchanges it once. */
+  registerAuthCode(code: string, grant: { appId: string; openid: string }): void;
+  /** The OAuth code exchanges received (appid, code; the secret is checked, never recorded). */
+  oauthRequests: Array<{ appId: string | null; code: string | null }>;
   /** The decrypted resource of a TRANSACTION.SUCCESS notification. */
   paidTransaction(input: { outTradeNo: string; total: number; currency?: string; transactionId?: string }): Record<string, unknown>;
   /** The decrypted resource of a REFUND.* notification. */
@@ -131,6 +137,30 @@ export async function startChanAServer(): Promise<ChanAServer> {
   const orders: ChanAServerOrder[] = [];
   const failures: Array<{ path: string; answer: Answer }> = [];
   const responseTampers: Array<{ path: string; tamper: ChanAResponseTamper }> = [];
+  const officialAccounts = new Map<string, string>();
+  const authCodes = new Map<string, { appId: string; openid: string }>();
+  const oauthRequests: Array<{ appId: string | null; code: string | null }> = [];
+
+  /**
+   * The official-account OAuth code exchange (`GET /sns/oauth2/access_token`): not a merchant API,
+   * so no Authorization and no signature. A code works once, for the AppID it was issued to.
+   */
+  function oauthAccessToken(url: URL): { status: number; body: Json } {
+    const appid = url.searchParams.get('appid');
+    const secret = url.searchParams.get('secret');
+    const code = url.searchParams.get('code');
+    oauthRequests.push({ appId: appid, code });
+    if (url.searchParams.get('grant_type') !== 'authorization_code') return { status: 200, body: { errcode: 40002, errmsg: 'invalid grant_type' } };
+    if (!appid || !officialAccounts.has(appid)) return { status: 200, body: { errcode: 40013, errmsg: 'invalid appid' } };
+    if (officialAccounts.get(appid) !== secret) return { status: 200, body: { errcode: 40125, errmsg: 'invalid appsecret' } };
+    const grant = code ? authCodes.get(code) : undefined;
+    if (!code || !grant || grant.appId !== appid) return { status: 200, body: { errcode: 40029, errmsg: 'invalid code' } };
+    authCodes.delete(code);
+    return {
+      status: 200,
+      body: { access_token: randomBytes(24).toString('base64url'), expires_in: 7200, refresh_token: randomBytes(24).toString('base64url'), openid: grant.openid, scope: 'snsapi_base' },
+    };
+  }
 
   /** `Wechatpay-*` headers over `${timestamp}\n${nonce}\n${body}\n`, signed with the platform private key. */
   function signedHeaders(body: Buffer, tamper: { flipSignatureBit?: boolean; serial?: string; timestampOffsetSeconds?: number } = {}) {
@@ -282,6 +312,11 @@ export async function startChanAServer(): Promise<ChanAServer> {
       } catch {
         // recorded as null; the routes answer PARAM_ERROR
       }
+      const oauthUrl = new URL(path, 'http://chan-a.local');
+      if (method === 'GET' && oauthUrl.pathname === '/sns/oauth2/access_token') {
+        const answer = oauthAccessToken(oauthUrl);
+        return send(res, path, { ...answer, signed: false });
+      }
       const problem = authorizationProblem(method, path, rawBody, req.headers.authorization);
       requests.push({ method, path, body, rawBody, headers: req.headers, authorized: problem === null });
       // The channel does not sign answers to requests it could not authenticate.
@@ -352,6 +387,13 @@ export async function startChanAServer(): Promise<ChanAServer> {
     tamperNextResponse(path, tamper) {
       responseTampers.push({ path, tamper });
     },
+    officialAccount(id, secret) {
+      officialAccounts.set(id, secret);
+    },
+    registerAuthCode(code, grant) {
+      authCodes.set(code, grant);
+    },
+    oauthRequests,
     notification,
     notify(targetUrl, event, tamper) {
       const { headers, body } = notification(event, tamper);

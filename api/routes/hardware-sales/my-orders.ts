@@ -10,7 +10,7 @@ import {
   buyerOrderDetail, buyerOrderList, fulfillmentStatuses, maskedAddressSchema, orderStatuses, orderViewSchema, paymentStatuses, refundStatuses, viewLang,
 } from '../../../shared/hardware-sales/order-views.js';
 import type { AppDeps } from '../../deps.js';
-import { addressSchema, blankToNull, rejectInvalid } from './address-schema.js';
+import { addressSchema, blankToNull, rejectInvalid } from './request-schemas.js';
 import { principalOf } from '../../plugins/auth.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 
@@ -48,7 +48,8 @@ const addressPatchBody = addressSchema.extend({
 });
 
 /** Schema failures: `INVALID_ADDRESS` for an address field of the body, `INVALID_REQUEST` for the rest. */
-const refuseInvalid = (request: FastifyRequest) => rejectInvalid(request, (path, context) => context === 'body' && path[0] !== undefined && path[0] !== 'version');
+const refuseInvalid = (request: FastifyRequest) => rejectInvalid(request,
+  (path, context) => (context === 'body' && path[0] !== undefined && path[0] !== 'version' ? 'INVALID_ADDRESS' : 'INVALID_REQUEST'));
 
 /** An empty number is the caller's mistake (400); a malformed one is looked up as nothing (404). */
 function presentedOrderNo(orderNo: string): string | null {

@@ -9,7 +9,7 @@ import { assertOrderWithinLimits, createOrder } from '../../../shared/hardware-s
 import { assertQuoteWithinLimits, presentedCode, quoteOrder, quoteStatuses } from '../../../shared/hardware-sales/quote.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
-import { addressSchema, blankToNull, rejectInvalid } from './address-schema.js';
+import { addressSchema, blankToNull, rejectInvalid } from './request-schemas.js';
 import { optionalBuyer, requireBuyer } from './buyer.js';
 import { publicLookupRoutes } from './public-lookup.js';
 import { publicPayRoutes } from './public-pay.js';
@@ -74,7 +74,7 @@ async function refuseAmountFields(request: FastifyRequest): Promise<void> {
 }
 
 /** Schema failures: `INVALID_ADDRESS` for the address, `INVALID_REQUEST` for the rest. */
-const refuseInvalid = (request: FastifyRequest) => rejectInvalid(request, (path) => path[0] === 'address');
+const refuseInvalid = (request: FastifyRequest) => rejectInvalid(request, (path) => (path[0] === 'address' ? 'INVALID_ADDRESS' : 'INVALID_REQUEST'));
 
 
 /** The public catalogue, quote and create (spec §4.8); errors in the public envelope (§7.1). */

@@ -1,5 +1,6 @@
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import type { Config } from '../../config.js';
+import { parseRsaPrivateKey, parseRsaPublicKey } from '../rsa-keys.js';
 
 /** chan_a (WeChat Pay API v3) settings, parsed once: keys as KeyObjects, the API v3 key as bytes. */
 export interface ChanAConfig {
@@ -60,39 +61,5 @@ export function chanAConfigFrom(env: ChanAEnv): ChanAConfig | null {
   };
 }
 
-/** Env files often carry a PEM on one line with literal `\n` sequences: turn them into newlines. */
-export function normalizePem(value: string): string {
-  return value.replace(/\\r\\n|\\n/g, '\n').trim();
-}
-
-function parseRsaPrivateKey(name: string, value: string): KeyObject {
-  let key: KeyObject;
-  try {
-    key = createPrivateKey(normalizePem(value));
-  } catch (error) {
-    throw new Error(`${name} is not a PEM private key: ${(error as Error).message}`, { cause: error });
-  }
-  return requireRsa(name, key);
-}
-
-function parseRsaPublicKey(name: string, value: string): KeyObject {
-  const pem = normalizePem(value);
-  // createPublicKey would quietly derive a public key from a private one: that means the variables
-  // were swapped (we never hold the channel's private key), which must not pass unnoticed.
-  if (pem.includes('PRIVATE KEY')) throw new Error(`${name} holds a private key; it must be the channel's public key`);
-  let key: KeyObject;
-  try {
-    key = createPublicKey(pem);
-  } catch (error) {
-    throw new Error(`${name} is not a PEM public key: ${(error as Error).message}`, { cause: error });
-  }
-  return requireRsa(name, key);
-}
-
-/** The protocol is SHA256withRSA only (WECHATPAY2-SHA256-RSA2048). */
-function requireRsa(name: string, key: KeyObject): KeyObject {
-  if (key.asymmetricKeyType !== 'rsa') throw new Error(`${name} must be an RSA key, got ${key.asymmetricKeyType ?? 'unknown'}`);
-  return key;
-}
 
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');

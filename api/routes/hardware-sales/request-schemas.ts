@@ -2,8 +2,9 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
 
-// A delivery address as the buyer gives it, at create and when changing it later: one schema, so
-// both accept and refuse the same addresses. Blank optional fields mean absent.
+// What the buyer's requests share: one address schema for create and for changing it later (so
+// both accept and refuse the same addresses; blank optional fields mean absent), and one way to
+// answer a schema failure in the public envelope.
 
 const text = (max: number) => z.string().trim().min(1).max(max);
 const optionalText = (max: number, pattern?: RegExp, what = 'invalid format') =>
@@ -24,15 +25,15 @@ export const blankToNull = (value: string | null | undefined): string | null => 
 type ValidationFailure = Error & { validation?: Array<{ instancePath: string; message?: string }>; validationContext?: string };
 
 /**
- * A route's schema failure (`attachValidation`) in the public envelope: 400 `INVALID_ADDRESS` when
- * `isAddressField` says the first failing field is part of the address, else `INVALID_REQUEST`.
+ * A route's schema failure (`attachValidation`) in the public envelope: 400 with the code
+ * `codeFor` gives the first failing field (e.g. `INVALID_ADDRESS` for an address field).
  */
-export function rejectInvalid(request: FastifyRequest, isAddressField: (path: string[], context: string) => boolean): void {
+export function rejectInvalid(request: FastifyRequest, codeFor: (path: string[], context: string) => string): void {
   const failure = request.validationError as ValidationFailure | undefined;
   if (!failure) return;
   const first = failure.validation?.[0];
   const path = (first?.instancePath ?? '').split('/').filter(Boolean);
   const context = failure.validationContext ?? 'body';
   const field = [context, ...path].join('.');
-  throw new AppError(400, isAddressField(path, context) ? 'INVALID_ADDRESS' : 'INVALID_REQUEST', first ? `${field}: ${first.message ?? 'invalid'}` : 'Invalid request');
+  throw new AppError(400, codeFor(path, context), first ? `${field}: ${first.message ?? 'invalid'}` : 'Invalid request');
 }
