@@ -14,9 +14,10 @@ describe('createSmsProvider (SMS_PROVIDER)', () => {
     expect(createSmsProvider(config({ NODE_ENV: 'test', SMS_PROVIDER: 'DEV' }), unusedDb).name).toBe('dev');
   });
 
-  it('production refuses the implicit development provider, but takes it when named', () => {
-    expect(() => createSmsProvider(config({ NODE_ENV: 'production' }), unusedDb)).toThrow(ConfigError);
-    expect(() => createSmsProvider(config({ NODE_ENV: 'production' }), unusedDb)).toThrow(/SMS_PROVIDER must be set in production/);
+  it('production never falls back to the development provider: unnamed, every send fails; named dev works', async () => {
+    const unnamed = createSmsProvider(config({ NODE_ENV: 'production' }), unusedDb);
+    expect(unnamed.name).toBe('none');
+    await expect(unnamed.send('+8613800000000', 'x')).rejects.toThrow(/No SMS provider is configured/);
     expect(createSmsProvider(config({ NODE_ENV: 'production', SMS_PROVIDER: 'dev' }), unusedDb).name).toBe('dev');
   });
 

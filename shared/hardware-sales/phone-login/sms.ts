@@ -45,9 +45,20 @@ export const smsProviderFactories: Readonly<Record<string, SmsProviderFactory>> 
 };
 
 /**
- * The provider `SMS_PROVIDER` names. Unset means `dev` outside production; production must name
- * one explicitly (`SMS_PROVIDER=dev` included, for a staging box that wants the outbox), so a
- * forgotten variable never silently swallows real users' codes. An unknown name is a start-up error.
+ * Production without `SMS_PROVIDER`: the service runs (everything but phone login works), and
+ * every send fails, so a code is never silently swallowed by an outbox nobody reads.
+ */
+export const unconfiguredSmsProvider: SmsProvider = {
+  name: 'none',
+  async send() {
+    throw new SmsSendError('No SMS provider is configured (SMS_PROVIDER); docs/sms-provider.md');
+  },
+};
+
+/**
+ * The provider `SMS_PROVIDER` names. Unset means `dev` outside production; in production it means
+ * none (sending fails with 502 until one is named; `SMS_PROVIDER=dev` for a staging box that wants
+ * the outbox). An unknown name is a start-up error.
  */
 export function createSmsProvider(
   config: Config,
@@ -56,10 +67,7 @@ export function createSmsProvider(
 ): SmsProvider {
   const name = config.SMS_PROVIDER?.trim().toLowerCase();
   if (!name) {
-    if (config.NODE_ENV === 'production') {
-      throw new ConfigError('SMS_PROVIDER must be set in production (the development provider only writes to the sms_outbox table; set SMS_PROVIDER=dev to accept that)');
-    }
-    return factories.dev!(config, db);
+    return config.NODE_ENV === 'production' ? unconfiguredSmsProvider : factories.dev!(config, db);
   }
   const factory = Object.hasOwn(factories, name) ? factories[name] : undefined;
   if (!factory) {
