@@ -81,7 +81,11 @@ describe('hardware sales: the order saga', () => {
     expect(row.paid_at).not.toBeNull();
     expect(await entitlements(order.id)).toHaveLength(1);
     expect((await timeline(order.id)).map((e) => e.type)).toEqual(['order_created', 'payment_received', 'entitlement_created', 'awaiting_stock']);
-    expect(await sagaState(order.order_no)).toMatchObject({ paymentStatus: 'paid', fulfillmentStatus: 'awaiting_stock' });
+    // The row is written by the step's activity a moment before the saga sees the step's result.
+    await until(async () => {
+      const state = await sagaState(order.order_no);
+      return state.paymentStatus === 'paid' && state.fulfillmentStatus === 'awaiting_stock';
+    }, 10_000, 'the saga to hold the paid state');
   });
 
   it('refuses every forged or wrong callback with FAIL and changes nothing', async () => {
