@@ -1,5 +1,6 @@
 import { parseAllowList } from '../../shared/app-runs/ssrf-guard.js';
-import { chanAConfigFrom, type ChanAConfig } from '../../shared/payment-channels/chan-a/config.js';
+import { chanAConfigOf, type ChanAConfig } from '../../shared/payment-channels/chan-a/config.js';
+import { notifyUrl } from '../../shared/payment-channels/channel-settings.js';
 import { createChanAClient, type ChanAClient } from '../../shared/payment-channels/chan-a/client.js';
 import { guardedFetch } from '../../shared/payment-channels/guarded-fetch.js';
 import type { ActivityDeps } from '../deps.js';
@@ -19,12 +20,11 @@ export function chanAChannel(deps: ActivityDeps): () => ChanAChannel | null {
   let built: ChanAChannel | null | undefined;
   return () => {
     if (built !== undefined) return built;
-    const config = chanAConfigFrom(deps.config);
-    const publicBase = (deps.config.PUBLIC_BASE_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
+    const config = chanAConfigOf(deps.config);
     built = config && {
       config,
       client: createChanAClient(config, { fetch: guardedFetch(async () => parseAllowList(await deps.settings.get('http_block.allow_hosts'))) }),
-      notifyUrl: (path) => `${publicBase}${path}`,
+      notifyUrl: (path) => notifyUrl(deps.config, path),
     };
     return built;
   };

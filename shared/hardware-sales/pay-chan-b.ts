@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { chanBConfigFrom, type ChanBConfig } from '../payment-channels/chan-b/config.js';
+import { chanBConfigOf } from '../payment-channels/chan-b/config.js';
+import { notifyUrl } from '../payment-channels/channel-settings.js';
 import { chanBPayUrl } from '../payment-channels/chan-b/pay-urls.js';
 
 // chan_b's cells of the pay matrix (docs/hardware-sales.md "Paying"): `page` is the embedded QR
@@ -25,23 +26,15 @@ export interface ChanBPayAnswer {
 /** The path of the notification route of hardware orders (never the general `/webhook/:provider`). */
 export const CHAN_B_HARDWARE_NOTIFY_PATH = '/webhook/hardware-sales-chan-b';
 
-/** Parsed once per Config object (the keys are parsed, not re-read, on every pay). */
-const parsed = new WeakMap<Config, ChanBConfig | null>();
-
-function configured(config: Config): ChanBConfig | null {
-  if (!parsed.has(config)) parsed.set(config, chanBConfigFrom(config));
-  return parsed.get(config) ?? null;
-}
-
 /** The signed cashier URL of a payment; 503 NOT_CONFIGURED when chan_b (or the public origin) is not set. */
 export function chanBPay(config: Config, input: ChanBPayInput): ChanBPayAnswer {
-  const chanB = configured(config);
+  const chanB = chanBConfigOf(config);
   if (!chanB) throw new AppError(503, 'NOT_CONFIGURED', 'chan_b is not configured');
   // Without our public origin the channel could not tell us about the payment: not configured either.
   if (!config.PUBLIC_BASE_URL) throw new AppError(503, 'NOT_CONFIGURED', 'chan_b needs PUBLIC_BASE_URL for its notifications');
   const paymentUrl = chanBPayUrl(chanB, {
     scene: input.scene, outTradeNo: input.paymentNo, amountCents: input.amountCents, subject: input.subject, expiresAt: input.expiresAt,
-    notifyUrl: `${config.PUBLIC_BASE_URL.replace(/\/+$/, '')}${CHAN_B_HARDWARE_NOTIFY_PATH}`,
+    notifyUrl: notifyUrl(config, CHAN_B_HARDWARE_NOTIFY_PATH),
     ...(input.returnUrl ? { returnUrl: input.returnUrl } : {}),
   });
   return { paymentUrl };

@@ -4,8 +4,9 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { HwPayProvider } from '../db/types.js';
 import { AppError } from '../errors.js';
-import { chanAConfigFrom, type ChanAConfig } from '../payment-channels/chan-a/config.js';
-import { ChanAApiError, ChanAResponseError, createChanAClient, type ChanAClient } from '../payment-channels/chan-a/client.js';
+import { chanAConfigOf, type ChanAConfig } from '../payment-channels/chan-a/config.js';
+import { notifyUrl } from '../payment-channels/channel-settings.js';
+import { ChanAApiError, ChanAResponseError, createChanAClient } from '../payment-channels/chan-a/client.js';
 import { jsapiPayParams, type JsapiPayParams } from '../payment-channels/chan-a/signing.js';
 import { guardedFetch } from '../payment-channels/guarded-fetch.js';
 import type { SecretKeyRing } from '../secrets/key-ring.js';
@@ -137,10 +138,6 @@ function baseAnswer(order: PayOrderRow, mode: PaymentMode) {
 }
 
 /** A chan_a client for API requests, through the SSRF guard with the allow list read now. */
-function chanAClientFor(cfg: ChanAConfig, fetchImpl: typeof fetch): ChanAClient {
-  return createChanAClient(cfg, { fetch: fetchImpl });
-}
-
 /**
  * Pays `orderNo` for `userId` (the buyer's identity and rate limits are the route's): the matrix,
  * the order (404 not found or not the caller's, 409 not payable), the channel's configuration
@@ -162,7 +159,7 @@ export async function payOrder(deps: PayDeps, userId: string, orderNo: string, i
   assertPayable(first);
 
   // The channel, configured? chan_b's cells say so themselves (503 NOT_CONFIGURED from chanBPay).
-  const chanA = input.provider === 'chan_a' ? chanAConfigFrom(deps.config) : null;
+  const chanA = input.provider === 'chan_a' ? chanAConfigOf(deps.config) : null;
   if (input.provider === 'chan_a' && !chanA) throw notConfigured('chan_a');
   // chan_a only takes CNY: an order in another currency is not payable there.
   if (chanA && first.currency !== 'CNY') throw new AppError(409, 'ORDER_NOT_PAYABLE', 'This order\'s currency cannot be paid with chan_a');
@@ -220,11 +217,10 @@ async function openCell(
     case 'native_qr':
     case 'chan_a_jsapi': {
       const cfg = ctx.chanA!;
-      const client = chanAClientFor(cfg, ctx.fetchImpl);
-      const publicBase = (ctx.config.PUBLIC_BASE_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
+      const client = createChanAClient(cfg, { fetch: ctx.fetchImpl });
       const request = {
         description, outTradeNo: order.payment_no, amountCents: order.final_amount_cents,
-        notifyUrl: `${publicBase}/webhook/hardware-sales`, timeExpire: order.expires_at,
+        notifyUrl: notifyUrl(ctx.config, '/webhook/hardware-sales'), timeExpire: order.expires_at,
       };
       if (mode === 'native_qr') {
         const { codeUrl } = await client.createNativeOrder(request);
@@ -238,10 +234,10 @@ async function openCell(
     }
     case 'chan_b_page':
     case 'chan_b_wap': {
-      const { paymentUrl } = await Promise.resolve(chanBPay(ctx.config, {
+      const { paymentUrl } = chanBPay(ctx.config, {
         paymentNo: order.payment_no, amountCents: order.final_amount_cents, subject: description,
         scene: mode === 'chan_b_page' ? 'page' : 'wap', expiresAt: order.expires_at,
-      }));
+      });
       return { answer: { ...base, provider: 'chan_b', paymentUrl, codeUrl: null, qrCodeUrl: null } };
     }
   }

@@ -1,14 +1,12 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
-import { paymentReportedSignal, refundReportedSignal, type PaymentReport, type RefundReport } from '../../../shared/hardware-sales/messages.js';
 import { checkPaidTransaction, checkRefundResult, hardwarePaymentNoOf } from '../../../shared/hardware-sales/payment-checks.js';
-import { appendOrderEvent, recordPaymentEvent } from '../../../shared/hardware-sales/saga-repository.js';
-import { chanAConfigFrom, type ChanAConfig } from '../../../shared/payment-channels/chan-a/config.js';
+import { findOrderByPaymentNo, reportPayment, signalOrderSaga } from '../../../shared/hardware-sales/payment-reports.js';
+import { recordPaymentEvent } from '../../../shared/hardware-sales/saga-repository.js';
+import { chanAConfigOf, type ChanAConfig } from '../../../shared/payment-channels/chan-a/config.js';
 import { ChanAVerificationError, verifyChanANotification, type ChanANotification } from '../../../shared/payment-channels/chan-a/notifications.js';
-import { workflowIds } from '../../../temporal/workflow-ids.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 
@@ -31,11 +29,9 @@ export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  let chanA: ChanAConfig | null | undefined;
-  const chanAConfig = () => (chanA === undefined ? (chanA = chanAConfigFrom(deps.config)) : chanA);
 
   function verified(request: FastifyRequest): { config: ChanAConfig; notification: ChanANotification } {
-    const config = chanAConfig();
+    const config = chanAConfigOf(deps.config);
     if (!config) throw fail('chan_a is not configured');
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     try {
@@ -52,21 +48,12 @@ export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app
     const { config, notification } = verified(request);
     if (notification.eventType !== 'TRANSACTION.SUCCESS') throw fail(`unexpected event ${notification.eventType}`);
     const paymentNo = hardwarePaymentNoOf(notification.resource);
-    const order = paymentNo && await deps.db.selectFrom('hw_orders')
-      .select(['id', 'order_no', 'payment_no', 'final_amount_cents', 'currency', 'payment_status'])
-      .where('payment_no', '=', paymentNo).executeTakeFirst();
+    const order = paymentNo && await findOrderByPaymentNo(deps.db, paymentNo);
     if (!order) return unknownTo(request.log, 'payment', notification);
     const checked = checkPaidTransaction(notification.resource, order, config, 'callback');
     if ('refused' in checked) throw fail(`payment refused: ${checked.refused}`);
-    await recordPaymentEvent(deps.db, { provider: 'chan_a', eventId: notification.id, eventType: notification.eventType, paymentNo: order.payment_no, resource: notification.resource });
-    // Signalled on every delivery, the first included or not: a signal lost to an outage (FAIL, the
-    // channel retries) is sent again, and the saga takes one payment however many arrive.
-    const delivered = await signalSaga(deps.temporal.client, order.order_no, paymentReportedSignal, checked);
-    if (!delivered && order.payment_status !== 'paid') {
-      // The saga has finished, so the order had expired: the money needs a person (docs/hardware-sales.md).
-      request.log.error({ orderNo: order.order_no }, 'payment arrived for an order that had expired');
-      await appendOrderEvent(deps.db, order.id, 'payment_after_expiry', 'channel', { amountCents: checked.amountCents }, false);
-    }
+    await reportPayment({ db: deps.db, temporal: deps.temporal.client, log: request.log }, order, checked,
+      { provider: 'chan_a', eventId: notification.id, eventType: notification.eventType, resource: notification.resource });
     return acknowledged;
   });
 
@@ -80,7 +67,7 @@ export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app
       .select(['hw_orders.order_no', 'hw_refunds.status']).where('hw_refunds.refund_no', '=', checked.refundNo).executeTakeFirst();
     if (!refund) return unknownTo(request.log, 'refund', notification);
     await recordPaymentEvent(deps.db, { provider: 'chan_a', eventId: notification.id, eventType: notification.eventType, refundNo: checked.refundNo, resource: notification.resource });
-    const delivered = await signalSaga(deps.temporal.client, refund.order_no, refundReportedSignal, checked);
+    const delivered = await signalOrderSaga(deps.temporal.client, refund.order_no, { kind: 'refund', report: checked });
     if (!delivered && refund.status === 'processing') request.log.error({ refundNo: checked.refundNo }, 'refund outcome for an order whose saga has finished');
     return acknowledged;
   });
@@ -90,17 +77,4 @@ export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app
 function unknownTo(log: FastifyBaseLogger, what: string, notification: ChanANotification) {
   log.warn({ eventId: notification.id, eventType: notification.eventType }, `chan_a ${what} notification for no known hardware order`);
   return acknowledged;
-}
-
-/** Signals the order's saga; false when it has finished (Temporal outages propagate: the channel retries). */
-async function signalSaga<T extends PaymentReport | RefundReport>(
-  temporal: Client, orderNo: string, signal: typeof paymentReportedSignal | typeof refundReportedSignal, report: T,
-): Promise<boolean> {
-  try {
-    await temporal.workflow.getHandle(workflowIds.hardwareOrder(orderNo)).signal(signal as never, report as never);
-    return true;
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return false;
-    throw error;
-  }
 }

@@ -1,16 +1,14 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
-import { paymentReportedSignal, type PaymentReport } from '../../../shared/hardware-sales/messages.js';
+import type { PaymentReport } from '../../../shared/hardware-sales/messages.js';
 import { paymentNoPattern } from '../../../shared/hardware-sales/numbers.js';
 import { CHAN_B_HARDWARE_NOTIFY_PATH } from '../../../shared/hardware-sales/pay-chan-b.js';
-import { appendOrderEvent, recordPaymentEvent } from '../../../shared/hardware-sales/saga-repository.js';
-import { chanBConfigFrom, type ChanBConfig } from '../../../shared/payment-channels/chan-b/config.js';
+import { chanBConfigOf, type ChanBConfig } from '../../../shared/payment-channels/chan-b/config.js';
+import { findOrderByPaymentNo, reportPayment } from '../../../shared/hardware-sales/payment-reports.js';
 import { parseShanghaiTime, yuanToCents } from '../../../shared/payment-channels/chan-b/pay-urls.js';
 import { formParams, verifyNotification } from '../../../shared/payment-channels/chan-b/signing.js';
-import { workflowIds } from '../../../temporal/workflow-ids.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 
@@ -37,11 +35,9 @@ export const chanBCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, d
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  let chanB: ChanBConfig | null | undefined;
-  const chanBConfig = () => (chanB === undefined ? (chanB = chanBConfigFrom(deps.config)) : chanB);
 
   function verified(request: FastifyRequest): { config: ChanBConfig; params: Record<string, string> } {
-    const config = chanBConfig();
+    const config = chanBConfigOf(deps.config);
     if (!config) throw fail('chan_b is not configured');
     const body = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : '';
     const params = formParams(body);
@@ -57,9 +53,7 @@ export const chanBCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, d
     res.type('text/plain; charset=utf-8');
     const { params } = verified(request);
     const paymentNo = params.out_trade_no !== undefined && paymentNoPattern.test(params.out_trade_no) ? params.out_trade_no : null;
-    const order = paymentNo && await deps.db.selectFrom('hw_orders')
-      .select(['id', 'order_no', 'payment_no', 'final_amount_cents', 'currency', 'payment_status'])
-      .where('payment_no', '=', paymentNo).executeTakeFirst();
+    const order = paymentNo && await findOrderByPaymentNo(deps.db, paymentNo);
     if (!order) {
       request.log.warn({ outTradeNo: params.out_trade_no, notifyId: params.notify_id }, 'chan_b notification for no known hardware order');
       return ACKNOWLEDGED;
@@ -70,18 +64,9 @@ export const chanBCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, d
     }
     const checked = checkPaidNotification(params, order);
     if ('refused' in checked) throw fail(`payment refused: ${checked.refused}`);
-    await recordPaymentEvent(deps.db, {
-      provider: 'chan_b', eventId: params.notify_id || checked.transactionId, eventType: params.trade_status ?? '',
-      paymentNo: order.payment_no, resource: { ...params },
+    await reportPayment({ db: deps.db, temporal: deps.temporal.client, log: request.log }, order, checked, {
+      provider: 'chan_b', eventId: params.notify_id || checked.transactionId, eventType: params.trade_status ?? '', resource: { ...params },
     });
-    // Signalled on every delivery, the first included or not: a signal lost to an outage (FAIL, the
-    // channel retries) is sent again, and the saga takes one payment however many arrive.
-    const delivered = await signalSaga(deps, order.order_no, checked);
-    if (!delivered && order.payment_status !== 'paid') {
-      // The saga has finished, so the order had expired: the money needs a person (docs/hardware-sales.md).
-      request.log.error({ orderNo: order.order_no }, 'payment arrived for an order that had expired');
-      await appendOrderEvent(deps.db, order.id, 'payment_after_expiry', 'channel', { amountCents: checked.amountCents }, false);
-    }
     return ACKNOWLEDGED;
   });
 };
@@ -90,7 +75,7 @@ export const chanBCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, d
  * A paid notification of exactly the order's amount (chan_b amounts are CNY): the report the saga
  * takes; otherwise the reason it is refused (logged, never shown to the channel).
  */
-export function checkPaidNotification(
+function checkPaidNotification(
   params: Record<string, string>, order: { payment_no: string; final_amount_cents: number; currency: string },
 ): PaymentReport | { refused: string } {
   if (params.out_trade_no !== order.payment_no) return { refused: 'another payment number' };
@@ -102,15 +87,4 @@ export function checkPaidNotification(
   if (!params.trade_no) return { refused: 'no trade number' };
   const paidAt = (params.gmt_payment && parseShanghaiTime(params.gmt_payment)) || new Date();
   return { paymentNo: order.payment_no, transactionId: params.trade_no, amountCents, currency: 'CNY', paidAt: paidAt.toISOString(), source: 'callback' };
-}
-
-/** Signals the order's saga; false when it has finished (Temporal outages propagate: the channel retries). */
-async function signalSaga(deps: AppDeps, orderNo: string, report: PaymentReport): Promise<boolean> {
-  try {
-    await deps.temporal.client.workflow.getHandle(workflowIds.hardwareOrder(orderNo)).signal(paymentReportedSignal, report);
-    return true;
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return false;
-    throw error;
-  }
 }

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Config } from '../../config.js';
+import { parsedOncePer } from '../channel-settings.js';
 import { parseRsaPrivateKey, parseRsaPublicKey } from '../rsa-keys.js';
 
 /** chan_a (WeChat Pay API v3) settings, parsed once: keys as KeyObjects, the API v3 key as bytes. */
@@ -63,3 +64,6 @@ export function chanAConfigFrom(env: ChanAEnv): ChanAConfig | null {
 
 
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
+
+/** `chanAConfigFrom`, parsed once per configuration object: what requests and activities read. */
+export const chanAConfigOf = parsedOncePer(chanAConfigFrom);

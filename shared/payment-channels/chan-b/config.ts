@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Config } from '../../config.js';
+import { parsedOncePer } from '../channel-settings.js';
 import { parseRsaPrivateKey, parseRsaPublicKey } from '../rsa-keys.js';
 
 /** chan_b (Alipay open platform, RSA2) settings, parsed once: keys as KeyObjects. */
@@ -34,3 +35,6 @@ export function chanBConfigFrom(env: ChanBEnv): ChanBConfig | null {
   };
 }
 
+
+/** `chanBConfigFrom`, parsed once per configuration object: what requests read. */
+export const chanBConfigOf = parsedOncePer(chanBConfigFrom);
