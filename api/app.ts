@@ -28,6 +28,7 @@ import { releaseRoutes } from './routes/releases/index.js';
 import { crossTeamRoutes } from './routes/cross-team/index.js';
 import { llmProviderRoutes } from './routes/llm-providers/index.js';
 import { hardwareSalesRoutes } from './routes/hardware-sales/index.js';
+import { publicConfigRoutes } from './routes/public-config/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -66,6 +67,17 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(crossTeamRoutes, deps);
   await app.register(llmProviderRoutes, deps);
   await app.register(hardwareSalesRoutes, deps);
+  await app.register(publicConfigRoutes, deps);
+}
+
+/**
+ * `TRUST_PROXY` as Fastify's `trustProxy`: which peers' `X-Forwarded-*` headers count for
+ * `request.ip`, `request.host` and `request.protocol` (docs/public-config.md "Behind a proxy").
+ */
+export function trustProxyOption(value: string): boolean | string[] {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  return value.split(',').map((entry) => entry.trim()).filter(Boolean);
 }
 
 /** A ready-to-listen Fastify instance. `logger` defaults to pino JSON at LOG_LEVEL. */
@@ -81,6 +93,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: FastifyServerO
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    trustProxy: trustProxyOption(deps.config.TRUST_PROXY),
   }).withTypeProvider<ZodTypeProvider>();
   await registerApp(app, deps);
   return app;

@@ -64,6 +64,19 @@ const envSchema = z.object({
   DOCS_AUTH_OAUTH_CLIENT_ID: optionalString,
   /** The service's public origin, used in the notify URLs sent to payment channels. */
   PUBLIC_BASE_URL: optionalString,
+  /**
+   * Which peers may set `X-Forwarded-For` / `-Host` / `-Proto` (Fastify's `trustProxy`): `loopback`,
+   * a comma list of
+   * addresses or CIDRs, `true` (any peer: only behind a proxy that overwrites them) or `false`.
+   */
+  TRUST_PROXY: z.string().trim().min(1).default('loopback'),
+  /** The local object store of public downloads (board assets, firmware); default DATA_DIR/objects. */
+  OBJECT_STORE_DIR: optionalString,
+  /** The bounded, content-addressed cache board downloads are served from; default DATA_DIR/download-cache. */
+  DOWNLOAD_CACHE_DIR: optionalString,
+  DOWNLOAD_CACHE_MAX_BYTES: z.coerce.number().int().min(1).default(536_870_912),
+  /** A read from the object store that yields no bytes for this long fails the fill with 504 (spec §8.2). */
+  DOWNLOAD_STALL_TIMEOUT_MS: z.coerce.number().int().min(10).default(30_000),
   /** `dev` (the outbox of `sms outbox`; the default outside production) or a provider's name (docs/sms-provider.md). */
   SMS_PROVIDER: optionalString,
   // chan_a (WeChat Pay API v3): the channel is configured when the merchant variables are all set

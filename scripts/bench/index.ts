@@ -23,11 +23,16 @@ import { benchOrders, runsPerSecondIn } from './orders.js';
 import { benchRuns } from './runs.js';
 import { startWorkerProcess, waitForWorker } from './worker-process.js';
 import { benchSchedules } from './schedules.js';
+import { benchClientConfig } from './client-config.js';
+import { benchDownloads } from './downloads.js';
 import { bundleWorkflows } from '../../worker/bundle.js';
 import { startWorkers } from '../../worker/start.js';
 
 // The in-process worker's SDK would log every state change into the tables printed below.
 Runtime.install({ logger: new DefaultLogger('WARN') });
+
+// `npm run bench -- --only public-config` runs sections 1–3 and the public configuration ones, without the run path.
+const onlyPublicConfig = process.argv.includes('--only') && process.argv.includes('public-config');
 
 const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-'));
 await chmod(workDir, 0o755);
@@ -38,6 +43,7 @@ const [postgres, temporal] = await Promise.all([
 const rows: Comparison[] = [];
 const runRows: string[] = [];
 const orderRows: string[] = [];
+const downloadRows: string[] = [];
 try {
   const admin = createDb(postgres.url, { poolSize: 1 });
   await sql.raw('CREATE DATABASE bench').execute(admin);
@@ -79,41 +85,50 @@ try {
   await app.close();
   bare.close();
 
-  // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the
-  // worker runs in the API's process on the API's connection (runs start eagerly; the bench process
-  // is also the clients). Throughput is then measured again, and the schedules, with the worker as
-  // its own process (`npm run worker`), as the compose file deploys it.
-  const inProcess = await startWorkers({ config, databaseUrl, temporalAddress: temporal.address, workflowBundle: await bundleWorkflows(), connection: deps.temporal.connection });
-  let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
-  try {
-    await waitForWorker(deps);
-    runRows.push(...(await benchRuns(deps, temporal.address, {
-      temporalPid: temporal.pid,
-      postgresPid: postgres.pid,
-      async splitWorker() {
-        await inProcess.shutdown();
-        worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
-        await Promise.race([waitForWorker(deps), worker.exited]);
-        return worker.pid;
-      },
-    })));
-    runRows.push(...(await benchSchedules(deps)));
+  // 6. Public configuration (issue 21): a conditional client-config GET against a bare Fastify
+  // route, and board downloads against nginx serving the same file.
+  rows.push(...(await benchClientConfig(deps)));
+  const downloads = await benchDownloads(deps, workDir);
+  rows.push(...downloads.rows);
+  downloadRows.push(...downloads.lines);
+  if (!onlyPublicConfig) {
 
-    // 5. Hardware order creation against the run endpoint, 50 concurrent, as section 4 measured
-    // runs/s: against its figure with the worker in a process of its own, which still runs (and
-    // polls `hardware-sales`, where each order starts its saga), so both go through the same topology.
-    const orders = await benchOrders(deps, {
-      label: 'section 4, worker in a process of its own',
-      runsPerSecond: runsPerSecondIn(runRows, 'demo runs/s, 50 concurrent, worker in a process of its own'),
-    }, [
-      { name: 'bench process (callers and API)', pid: 'self' }, { name: 'worker', pid: worker?.pid ?? null },
-      { name: 'Temporal', pid: temporal.pid }, { name: 'PostgreSQL', pid: postgres.pid },
-    ]);
-    rows.push(orders.comparison);
-    orderRows.push(...orders.lines);
-  } finally {
-    await inProcess.shutdown();
-    await worker?.stop();
+    // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the
+    // worker runs in the API's process on the API's connection (runs start eagerly; the bench process
+    // is also the clients). Throughput is then measured again, and the schedules, with the worker as
+    // its own process (`npm run worker`), as the compose file deploys it.
+    const inProcess = await startWorkers({ config, databaseUrl, temporalAddress: temporal.address, workflowBundle: await bundleWorkflows(), connection: deps.temporal.connection });
+    let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
+    try {
+      await waitForWorker(deps);
+      runRows.push(...(await benchRuns(deps, temporal.address, {
+        temporalPid: temporal.pid,
+        postgresPid: postgres.pid,
+        async splitWorker() {
+          await inProcess.shutdown();
+          worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address });
+          await Promise.race([waitForWorker(deps), worker.exited]);
+          return worker.pid;
+        },
+      })));
+      runRows.push(...(await benchSchedules(deps)));
+
+      // 5. Hardware order creation against the run endpoint, 50 concurrent, as section 4 measured
+      // runs/s: against its figure with the worker in a process of its own, which still runs (and
+      // polls `hardware-sales`, where each order starts its saga), so both go through the same topology.
+      const orders = await benchOrders(deps, {
+        label: 'section 4, worker in a process of its own',
+        runsPerSecond: runsPerSecondIn(runRows, 'demo runs/s, 50 concurrent, worker in a process of its own'),
+      }, [
+        { name: 'bench process (callers and API)', pid: 'self' }, { name: 'worker', pid: worker?.pid ?? null },
+        { name: 'Temporal', pid: temporal.pid }, { name: 'PostgreSQL', pid: postgres.pid },
+      ]);
+      rows.push(orders.comparison);
+      orderRows.push(...orders.lines);
+    } finally {
+      await inProcess.shutdown();
+      await worker?.stop();
+    }
   }
   await deps.close();
 } finally {
@@ -126,3 +141,4 @@ console.log('\n| run path | measured | floor (same run) | ratio |\n|---|---|---|
 for (const row of runRows) console.log(row);
 console.log('\n| hardware orders | measured | baseline (same run) | ratio |\n|---|---|---|---|');
 for (const row of orderRows) console.log(row);
+if (downloadRows.length > 0) console.log(`\n${downloadRows.join('\n')}`);

@@ -21,6 +21,10 @@ import { hardwareSalesCommands } from './hardware-sales-commands.js';
 import { orderCommands } from './order-commands.js';
 import { chanACommands } from './chan-a-commands.js';
 import { smsCommands } from './sms-commands.js';
+import { clientConfigCommands } from './client-config-commands.js';
+import { assetCommands } from './asset-commands.js';
+import { deviceCommands } from './device-commands.js';
+import { priceCommands } from './price-commands.js';
 
 export interface CliContext {
   config: Config;
@@ -44,6 +48,10 @@ export const commands: Record<string, Command> = {
   ...smsCommands,
   ...orderCommands,
   ...chanACommands,
+  ...clientConfigCommands,
+  ...assetCommands,
+  ...deviceCommands,
+  ...priceCommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });

@@ -497,6 +497,64 @@ export interface HwOrdersTable {
 }
 
 /** The official account an OAuth client id uses for chan_a in-app pay (`chan-a account set`). */
+/** `board_assets` (docs/public-config.md): a registered board firmware or board app installer. */
+export type BoardAssetKind = 'board-firmware' | 'board-app';
+export interface BoardAssetsTable {
+  kind: BoardAssetKind;
+  /** `stable` / `beta` for firmware, the platform for apps. */
+  target: string;
+  sha256: string;
+  file_name: string;
+  size: number;
+  created_at: Timestamp;
+}
+
+export interface FirmwareFilesTable {
+  model: string;
+  module: 'main' | 'wifi';
+  file_name: string;
+  sha256: string;
+  size: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface BluetoothFiltersTable {
+  id: string;
+  name_prefix: string;
+  product_model_id: string;
+  model_name: string;
+  generation: 'gen1' | 'gen2' | null;
+  role: Defaulted<'full' | 'upgrade_only'>;
+  requires_inventory_check: Defaulted<boolean>;
+  created_at: Timestamp;
+}
+
+export interface BillingPricesTable {
+  id: string;
+  product_type: 'credits' | 'subscription';
+  product_code: string;
+  name: string;
+  description: string | null;
+  /** Minor units of `currency`. */
+  amount: number;
+  currency: string;
+  /** Whole credits. */
+  credits: Defaulted<number>;
+  billing_period: Defaulted<'one_time' | 'month' | 'year'>;
+  is_featured: Defaulted<boolean>;
+  active: Defaulted<boolean>;
+  created_at: Timestamp;
+}
+
+export interface BillingPaymentMethodsTable {
+  id: string;
+  name: string;
+  currencies: ColumnType<string[], string | undefined, string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface ChanAOfficialAccountsTable {
   client_id: string;
   app_id: string;
@@ -644,6 +702,11 @@ export interface DB {
   phone_otps: PhoneOtpsTable;
   phone_tokens: PhoneTokensTable;
   sms_outbox: SmsOutboxTable;
+  board_assets: BoardAssetsTable;
+  firmware_files: FirmwareFilesTable;
+  bluetooth_filters: BluetoothFiltersTable;
+  billing_prices: BillingPricesTable;
+  billing_payment_methods: BillingPaymentMethodsTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -16,6 +16,7 @@ interface Entry { value: unknown; expiresAt: number }
 export class SiteSettingsCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<unknown>>();
+  private readonly changeListeners: Array<(key: string | undefined) => void> = [];
 
   constructor(
     private readonly db: Database,
@@ -46,6 +47,19 @@ export class SiteSettingsCache {
   invalidate(key?: string): void {
     if (key === undefined) this.entries.clear();
     else this.entries.delete(key);
+    for (const listener of this.changeListeners) listener(key);
+  }
+
+  /**
+   * Calls `listener` whenever a key may have changed (`undefined`: any key), so views derived from
+   * several rows (the public client config) are dropped together with the rows they were built from.
+   */
+  onChange(listener: (key: string | undefined) => void): () => void {
+    this.changeListeners.push(listener);
+    return () => {
+      const at = this.changeListeners.indexOf(listener);
+      if (at >= 0) this.changeListeners.splice(at, 1);
+    };
   }
 
   /** Follows change notifications on the process's shared listener. */

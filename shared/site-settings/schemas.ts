@@ -89,6 +89,15 @@ export const siteSettingDefinitions = {
   'hardware_sales.phone_token_ttl_seconds': { schema: z.number().int().min(30).max(86_400), defaults: 900 },
   /** How long after delivery the order's saga still takes a refund (docs/hardware-sales.md): seven days, the statutory return window. */
   'hardware_sales.refund_window_seconds': { schema: z.number().int().min(0).max(90 * 86_400), defaults: 7 * 86_400 },
+  /** Public configuration (CONTRACTS.md "Public configuration"): how long a firmware signed URL lives. */
+  'public.firmware_url_ttl_seconds': { schema: z.number().int().min(1).max(86_400), defaults: 300 },
+  /** `GET /public/chan_a/jssdk-signature` calls per IP per minute. */
+  'public.jssdk_rate_limit': { schema: z.object({ perMinute: z.number().int().positive() }).partial(), defaults: { perMinute: 60 } },
+  /** What `GET /public/features/graph` shows: whether the graph feature is open, and its public label. */
+  'graph.public': {
+    schema: z.object({ open: z.boolean(), label: z.string().max(200).nullable() }).partial(),
+    defaults: { open: false, label: null as string | null },
+  },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
   CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },
 } as const;

@@ -13,6 +13,7 @@ import * as deploymentNotify from './2026_11_21_0011_deployment_notify.js';
 import * as workflowStarts from './2026_11_24_0012_workflow_starts.js';
 import * as hardwareSales from './2026_11_24_0013_hardware_sales.js';
 import * as hardwarePay from './2026_11_24_0014_hardware_pay.js';
+import * as publicConfig from './2026_11_24_0015_public_config.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0012_workflow_starts': workflowStarts,
   '2026_11_24_0013_hardware_sales': hardwareSales,
   '2026_11_24_0014_hardware_pay': hardwarePay,
+  '2026_11_24_0015_public_config': publicConfig,
 };

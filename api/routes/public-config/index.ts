@@ -1,0 +1,34 @@
+import cors from '@fastify/cors';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppDeps } from '../../deps.js';
+import { useErrorEnvelope } from '../../plugins/errors.js';
+import { bluetoothFilterRoutes } from './bluetooth-filters.js';
+import { boardDownloadRoutes } from './board-downloads.js';
+import { clientConfigRoutes } from './client-config.js';
+import { firmwareRoutes } from './firmware.js';
+import { graphFeatureRoutes } from './graph-feature.js';
+import { jssdkSignatureRoutes } from './jssdk-signature.js';
+import { paymentCatalogRoutes } from './payment-catalog.js';
+
+/**
+ * Public configuration and downloads (docs/public-config.md, spec §4.10): no authentication, any
+ * origin, errors as `{ success: false, error: { code, message } }`.
+ */
+export const publicConfigRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  useErrorEnvelope(app, 'public');
+  await app.register(cors, {
+    origin: '*',
+    methods: ['GET', 'HEAD', 'OPTIONS'],
+    allowedHeaders: ['content-type', 'if-none-match', 'range', 'if-range'],
+    // A cross-origin script may read what a resumable download and a conditional GET need.
+    exposedHeaders: ['etag', 'content-length', 'content-range', 'accept-ranges', 'content-disposition', 'retry-after'],
+    maxAge: 600,
+  });
+  await app.register(clientConfigRoutes, deps);
+  await app.register(firmwareRoutes, deps);
+  await app.register(boardDownloadRoutes, deps);
+  await app.register(bluetoothFilterRoutes, deps);
+  await app.register(paymentCatalogRoutes, deps);
+  await app.register(graphFeatureRoutes, deps);
+  await app.register(jssdkSignatureRoutes, deps);
+};
