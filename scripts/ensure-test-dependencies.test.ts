@@ -116,6 +116,7 @@ describe('ensureTestDependencies', () => {
     expect(TEST_DEPENDENCIES.map((d) => [d.binary, d.aptPackage])).toEqual([
       ['/usr/bin/chromium', 'chromium'],
       ['/usr/bin/redis-server', 'redis-server'],
+      ['/usr/bin/curl', 'curl'],
     ]);
   });
 });
