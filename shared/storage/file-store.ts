@@ -19,11 +19,19 @@ export interface StoredObject {
  */
 export interface FileStore {
   put(key: string, stream: Readable): Promise<StoredObject>;
-  /** The object's bytes; rejects with `FileNotFoundInStoreError` when there is none. */
-  get(key: string): Promise<Readable>;
+  /**
+   * The object's bytes (or the inclusive byte `range` of them); rejects with
+   * `FileNotFoundInStoreError` when there is none.
+   */
+  get(key: string, range?: ByteSpan): Promise<Readable>;
+  /** The object's size, or null when there is none. */
+  stat(key: string): Promise<{ size: number } | null>;
   /** Removes the object; removing a missing one is not an error. */
   delete(key: string): Promise<void>;
 }
+
+/** Inclusive byte offsets, as in `Content-Range`. */
+export interface ByteSpan { start: number; end: number }
 
 export class FileNotFoundInStoreError extends Error {
   constructor(readonly key: string) {
@@ -82,15 +90,19 @@ export class LocalFileStore implements FileStore {
     return { size, sha256: hash.digest('hex') };
   }
 
-  async get(key: string): Promise<Readable> {
-    const file = this.pathOf(key);
+  async get(key: string, range?: ByteSpan): Promise<Readable> {
+    if (!(await this.stat(key))) throw new FileNotFoundInStoreError(key);
+    return createReadStream(this.pathOf(key), range ? { start: range.start, end: range.end } : {});
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
     try {
-      if (!(await stat(file)).isFile()) throw new FileNotFoundInStoreError(key);
+      const info = await stat(this.pathOf(key));
+      return info.isFile() ? { size: info.size } : null;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new FileNotFoundInStoreError(key);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
     }
-    return createReadStream(file);
   }
 
   async delete(key: string): Promise<void> {
