@@ -21,8 +21,8 @@ function devRuntime(dataDir: string): { databaseUrl?: string; temporalAddress?: 
 
 async function main(argv: string[]): Promise<void> {
   const config = loadConfig();
-  const twoWord = argv.slice(0, 2).join(' ');
-  const name = commands[twoWord] ? twoWord : argv[0] ?? '';
+  // The longest name that is a command: `chan-a account set`, `sku create`, `doctor`.
+  const name = [3, 2, 1].map((words) => argv.slice(0, words).join(' ')).find((candidate) => commands[candidate]) ?? '';
   const command = commands[name];
   if (!command) {
     fail('unknown_command', `Unknown command '${argv.slice(0, 2).join(' ')}'. Commands: ${Object.keys(commands).join(', ')}`, 2);

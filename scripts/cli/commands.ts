@@ -23,6 +23,7 @@ import { chanACommands } from './chan-a-commands.js';
 import { smsCommands } from './sms-commands.js';
 import { clientConfigCommands } from './client-config-commands.js';
 import { assetCommands } from './asset-commands.js';
+import { firmwareCommands } from './firmware-commands.js';
 import { deviceCommands } from './device-commands.js';
 import { priceCommands } from './price-commands.js';
 
@@ -50,6 +51,7 @@ export const commands: Record<string, Command> = {
   ...chanACommands,
   ...clientConfigCommands,
   ...assetCommands,
+  ...firmwareCommands,
   ...deviceCommands,
   ...priceCommands,
 

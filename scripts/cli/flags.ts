@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { AppError } from '../../shared/errors.js';
 
 export class CliError extends Error {
   constructor(readonly code: string, message: string) {
@@ -8,10 +9,28 @@ export class CliError extends Error {
 }
 
 /**
- * Flags CONTRACTS.md writes without a value (`sku add-tier … --standard`, `price create … --featured`):
- * given bare they mean `true`; `--standard false` still works.
+ * Flags CONTRACTS.md writes without a value (`sku add-tier … --standard`, `price create … --featured`,
+ * `bluetooth-filter add … --requires-inventory-check`): given bare they mean `true`; `--standard false`
+ * still works. Read them with `switchFlag`.
  */
-const SWITCHES = new Set(['standard', 'featured']);
+const SWITCHES = new Set(['standard', 'featured', 'requires-inventory-check']);
+
+/** A switch's value: bare (see SWITCHES) or explicit. */
+export const switchFlag = z.enum(['true', 'false', 'yes', 'no', '1', '0'], { message: 'expected true or false' })
+  .transform((value) => ['true', 'yes', '1'].includes(value));
+
+/** The shared code's input errors (`invalid_input` naming a camelCase field) become errors naming the flag. */
+export async function asFlagErrors<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof AppError && error.error === 'invalid_input' && typeof error.extra.field === 'string') {
+      const flag = error.extra.field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+      throw new CliError('invalid_flag', `Invalid --${flag}: ${error.message.replace(/^[^:]*: /, '')}`);
+    }
+    throw error;
+  }
+}
 
 /** `--name value` pairs (also `--name=value`). Repeated, valueless (except switches) and positional arguments are refused. */
 export function parseFlags(args: string[]): Record<string, string> {

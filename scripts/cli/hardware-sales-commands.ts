@@ -1,32 +1,15 @@
 import { z } from 'zod';
-import { AppError } from '../../shared/errors.js';
 import {
   addTier, createDiscountCode, createSku, currencySchema, discountCodeSchema, salesModes, skuCodeSchema, skuStatuses, tierCodeSchema,
   tierKinds, titleSchema,
 } from '../../shared/hardware-sales/catalogue.js';
 import type { Command } from './commands.js';
-import { CliError, positiveIntFlag, readFlags } from './flags.js';
+import { asFlagErrors, positiveIntFlag, readFlags, switchFlag } from './flags.js';
 
 const nonNegativeIntFlag = z.string().regex(/^\d+$/, 'expected a whole number (0 or more)').transform(Number)
   .pipe(z.number().int().min(0).max(2_147_483_647));
 const centsFlag = positiveIntFlag.pipe(z.number().max(2_147_483_647));
 const isoFlag = z.iso.datetime({ offset: true, message: 'expected an ISO 8601 time such as 2026-12-01T00:00:00Z' }).transform((value) => new Date(value));
-/** `--standard` given bare is `true` (flags.ts switches); an explicit value is read here. */
-const switchFlag = z.enum(['true', 'false', 'yes', 'no', '1', '0'], { message: 'expected true or false' }).transform((value) => ['true', 'yes', '1'].includes(value));
-
-/** The catalogue's input errors name a field: the CLI names the flag instead. */
-async function asFlagErrors<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (error instanceof AppError && error.error === 'invalid_input' && typeof error.extra.field === 'string') {
-      const flag = error.extra.field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
-      throw new CliError('invalid_flag', `Invalid --${flag}: ${error.message.replace(/^[^:]*: /, '')}`);
-    }
-    throw error;
-  }
-}
-
 /** sku create, sku add-tier, discount-code create (CONTRACTS.md "Hardware sales"). */
 export const hardwareSalesCommands: Record<string, Command> = {
   'sku create': async (flags, ctx) => {

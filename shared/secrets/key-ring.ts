@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ConfigError, type Config } from '../config.js';
 import { decodeAes256Key } from '../crypto.js';
@@ -39,6 +39,12 @@ export interface SecretKeyRing {
    */
   seal(plaintext: string, context?: string): string;
   open(sealed: string, context?: string): string;
+  /**
+   * Keys for another use (e.g. signing URLs), HKDF-SHA256 of the ring's keys with `label` as info:
+   * `current` from SECRETS_KEY (null without one), `all` from every key, current first, so a
+   * rotation keeps what the previous key signed verifiable. A derived key never equals a ring key.
+   */
+  deriveKeys(label: string, bytes?: number): { current: Buffer | null; all: Buffer[] };
 }
 
 export const keyIdOf = (key: Buffer): string => createHash('sha256').update(key).digest('hex').slice(0, 8);
@@ -79,6 +85,10 @@ export function createKeyRing(current: Buffer | null, previous: readonly Buffer[
       } catch {
         throw new SealedSecretError(`sealed secret (key ${keyId}) failed authentication: altered, or sealed for another record`);
       }
+    },
+    deriveKeys(label, bytes = 32) {
+      const derive = (key: Buffer) => Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), label, bytes));
+      return { current: current ? derive(current) : null, all: [...keys.values()].map(derive) };
     },
   };
 }

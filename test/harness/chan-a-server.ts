@@ -84,6 +84,32 @@ export interface ChanAResponseTamper {
   timestampOffsetSeconds?: number;
 }
 
+/** How an open-platform (`/cgi-bin/…`) answer is spoiled: an HTTP status, an errcode, or a body that is not JSON. */
+export type ChanAOpenFailure =
+  | { kind: 'http'; status: number }
+  | { kind: 'errcode'; errcode: number; errmsg?: string }
+  | { kind: 'garbage' };
+
+export type ChanAOpenPath = '/cgi-bin/token' | '/cgi-bin/ticket/getticket';
+
+/**
+ * The official-account API the JS-SDK signature needs: `GET /cgi-bin/token` (AppID and AppSecret of
+ * an account registered with `officialAccount`) and `GET /cgi-bin/ticket/getticket` (a live token).
+ */
+export interface ChanAJssdkEndpoints {
+  /** Requests received on each endpoint, answered or failed. */
+  calls: { token: number; ticket: number };
+  /** The jsapi_ticket handed out for `appId` (a random one until setTicket). */
+  ticketOf(appId: string): string;
+  setTicket(appId: string, ticket: string): void;
+  /** The next `times` requests on `path` fail as asked (counted all the same). */
+  failNext(path: ChanAOpenPath, failure: ChanAOpenFailure, times?: number): void;
+  /** Every access token issued so far expires: the ticket endpoint answers them errcode 42001. */
+  expireAccessTokens(): void;
+  /** Milliseconds each open-platform request waits before it is answered (default 0). */
+  delayMs: number;
+}
+
 export interface ChanAServer {
   url: string;
   /** Every CHAN_A_* variable, pointing at this server. */
@@ -106,6 +132,8 @@ export interface ChanAServer {
   registerAuthCode(code: string, grant: { appId: string; openid: string }): void;
   /** The OAuth code exchanges received (appid, code; the secret is checked, never recorded). */
   oauthRequests: Array<{ appId: string | null; code: string | null }>;
+  /** `/cgi-bin/token` and `/cgi-bin/ticket/getticket`, with counters and ways to fail. */
+  jssdk: ChanAJssdkEndpoints;
   /** The decrypted resource of a TRANSACTION.SUCCESS notification. */
   paidTransaction(input: { outTradeNo: string; total: number; currency?: string; transactionId?: string }): Record<string, unknown>;
   /** The decrypted resource of a REFUND.* notification. */
@@ -160,6 +188,56 @@ export async function startChanAServer(): Promise<ChanAServer> {
       status: 200,
       body: { access_token: randomBytes(24).toString('base64url'), expires_in: 7200, refresh_token: randomBytes(24).toString('base64url'), openid: grant.openid, scope: 'snsapi_base' },
     };
+  }
+
+  const jssdkTickets = new Map<string, string>();
+  /** Issued access tokens: the AppID each belongs to, and whether expireAccessTokens() ended it. */
+  const accessTokens = new Map<string, { appId: string; expired: boolean }>();
+  const openFailures: Array<{ path: ChanAOpenPath; failure: ChanAOpenFailure }> = [];
+  const ticketOf = (id: string) => {
+    if (!jssdkTickets.has(id)) jssdkTickets.set(id, randomBytes(60).toString('base64url'));
+    return jssdkTickets.get(id)!;
+  };
+  const jssdk: ChanAJssdkEndpoints = {
+    calls: { token: 0, ticket: 0 },
+    ticketOf,
+    setTicket(id, ticket) {
+      jssdkTickets.set(id, ticket);
+    },
+    failNext(path, failure, times = 1) {
+      for (let i = 0; i < times; i += 1) openFailures.push({ path, failure });
+    },
+    expireAccessTokens() {
+      for (const token of accessTokens.values()) token.expired = true;
+    },
+    delayMs: 0,
+  };
+
+  /** `GET /cgi-bin/token` (client_credential) and `GET /cgi-bin/ticket/getticket` (type=jsapi): unsigned, errors as errcode. */
+  function openPlatform(path: ChanAOpenPath, url: URL): { status: number; body: Json | string } {
+    jssdk.calls[path === '/cgi-bin/token' ? 'token' : 'ticket'] += 1;
+    const failAt = openFailures.findIndex((f) => f.path === path);
+    if (failAt >= 0) {
+      const { failure } = openFailures.splice(failAt, 1)[0]!;
+      if (failure.kind === 'http') return { status: failure.status, body: `<html>${failure.status} upstream trouble</html>` };
+      if (failure.kind === 'garbage') return { status: 200, body: '<html>not json: upstream garbage</html>' };
+      return { status: 200, body: { errcode: failure.errcode, errmsg: failure.errmsg ?? `failNext ${failure.errcode}` } };
+    }
+    const q = url.searchParams;
+    if (path === '/cgi-bin/token') {
+      const appid = q.get('appid');
+      if (q.get('grant_type') !== 'client_credential') return { status: 200, body: { errcode: 40002, errmsg: 'invalid grant_type' } };
+      if (!appid || !officialAccounts.has(appid)) return { status: 200, body: { errcode: 40013, errmsg: 'invalid appid' } };
+      if (officialAccounts.get(appid) !== q.get('secret')) return { status: 200, body: { errcode: 40125, errmsg: 'invalid appsecret' } };
+      const token = randomBytes(48).toString('base64url');
+      accessTokens.set(token, { appId: appid, expired: false });
+      return { status: 200, body: { access_token: token, expires_in: 7200 } };
+    }
+    const issued = accessTokens.get(q.get('access_token') ?? '');
+    if (!issued) return { status: 200, body: { errcode: 40001, errmsg: 'invalid credential, access_token is invalid or not latest' } };
+    if (issued.expired) return { status: 200, body: { errcode: 42001, errmsg: 'access_token expired' } };
+    if (q.get('type') !== 'jsapi') return { status: 200, body: { errcode: 40097, errmsg: 'invalid args' } };
+    return { status: 200, body: { errcode: 0, errmsg: 'ok', ticket: ticketOf(issued.appId), expires_in: 7200 } };
   }
 
   /** `Wechatpay-*` headers over `${timestamp}\n${nonce}\n${body}\n`, signed with the platform private key. */
@@ -317,6 +395,15 @@ export async function startChanAServer(): Promise<ChanAServer> {
         const answer = oauthAccessToken(oauthUrl);
         return send(res, path, { ...answer, signed: false });
       }
+      if (method === 'GET' && (oauthUrl.pathname === '/cgi-bin/token' || oauthUrl.pathname === '/cgi-bin/ticket/getticket')) {
+        const answer = openPlatform(oauthUrl.pathname, oauthUrl);
+        const text = Buffer.from(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body));
+        setTimeout(() => {
+          res.writeHead(answer.status, { 'Content-Type': typeof answer.body === 'string' ? 'text/html' : 'application/json', 'Content-Length': text.length });
+          res.end(text);
+        }, jssdk.delayMs);
+        return;
+      }
       const problem = authorizationProblem(method, path, rawBody, req.headers.authorization);
       requests.push({ method, path, body, rawBody, headers: req.headers, authorized: problem === null });
       // The channel does not sign answers to requests it could not authenticate.
@@ -394,6 +481,7 @@ export async function startChanAServer(): Promise<ChanAServer> {
       authCodes.set(code, grant);
     },
     oauthRequests,
+    jssdk,
     notification,
     notify(targetUrl, event, tamper) {
       const { headers, body } = notification(event, tamper);

@@ -101,6 +101,8 @@ describe('operator CLI', () => {
       ['--value not JSON', ['settings', 'set', '--key', 'k', '--value', '{oops'], /^Invalid --value: not valid JSON/],
       ['malformed --ttl', ['jwt', 'issue', '--user', '00000000-0000-4000-8000-000000000000', '--ttl', 'soon'], /^Invalid --ttl/],
       ['unknown command', ['team', 'explode'], /^Unknown command 'team explode'/],
+      // A three-word command is found (it once answered unknown_command): its own check speaks.
+      ['three-word command, bad flag', ['chan-a', 'account', 'set', '--client-id', 'c', '--app-id', 'wx!', '--app-secret', 's'], /^Invalid --app-id/],
     ];
     it.each(cases)('%s', async (_name, args, message) => {
       const before = await rowCounts();

@@ -11,6 +11,7 @@ import {
 } from '../../../shared/storage/service.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
+import { objectStoreRoutes } from './objects.js';
 
 /** The one file field of an upload. */
 export const UPLOAD_FIELD = 'file';
@@ -118,4 +119,5 @@ export const storageRoutes: FastifyPluginAsyncZod<StorageRouteOptions> = async (
       sha256: uploaded.sha256, originalName: uploaded.originalName,
     };
   });
+  await app.register(objectStoreRoutes, deps);
 };
