@@ -1,14 +1,10 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { BoardAssetKind } from '../db/types.js';
 import { AppError } from '../errors.js';
-import { createObjectStore, objectKeys } from '../storage/object-store.js';
+import { createObjectStore, FileChangedWhileStoringError, objectKeys, putFileByContent } from '../storage/object-store.js';
 
 // Board firmware and board app installers (docs/public-config.md, spec §4.10, CONTRACTS.md):
 // the rules of their download parameters, the registration lookup the download route makes, and
@@ -136,29 +132,6 @@ export function downloadCacheSizeProblem(config: Pick<Config, 'DOWNLOAD_CACHE_MA
 
 const invalidAsset = (message: string) => new AppError(400, 'invalid_asset', message);
 
-async function sha256OfFile(filePath: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(filePath), hash);
-  return hash.digest('hex');
-}
-
-/** The file's bytes, failing at the end when they no longer hash to `sha256` (the store then publishes nothing). */
-function bytesHashingTo(filePath: string, sha256: string): Readable {
-  const hash = createHash('sha256');
-  const source = createReadStream(filePath);
-  const checked = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      hash.update(chunk);
-      done(null, chunk);
-    },
-    flush(done) {
-      done(hash.digest('hex') === sha256 ? null : invalidAsset(`${filePath} changed while it was being stored; try again`));
-    },
-  });
-  source.on('error', (error) => checked.destroy(error));
-  return source.pipe(checked);
-}
-
 /**
  * Stores the file in the object store under `objectKeys.boardAsset(kind, target, sha256)` and
  * registers it (idempotent for the same bytes and name). Refuses a file larger than
@@ -179,10 +152,14 @@ export async function registerBoardAsset(
     throw new AppError(400, 'asset_too_large', `The file has ${info.size} bytes; the download cache holds at most ${limit} (DOWNLOAD_CACHE_MAX_BYTES)`);
   }
 
-  // The key names the content, so the hash comes first; the store's write is checked against it,
-  // so a file changed in between leaves the store as it was.
-  const sha256 = await sha256OfFile(filePath);
-  const stored = await createObjectStore(ctx.config).put(objectKeys.boardAsset(kind, target, sha256), bytesHashingTo(filePath, sha256));
+  let stored: { sha256: string; size: number };
+  try {
+    stored = await putFileByContent(createObjectStore(ctx.config), (sha256) => objectKeys.boardAsset(kind, target, sha256), filePath);
+  } catch (error) {
+    if (error instanceof FileChangedWhileStoringError) throw invalidAsset(error.message);
+    throw error;
+  }
+  const { sha256 } = stored;
   await ctx.db.insertInto('board_assets')
     .values({ kind, target, sha256, file_name: fileName, size: stored.size })
     .onConflict((oc) => oc.columns(['kind', 'target', 'sha256', 'file_name']).doNothing())

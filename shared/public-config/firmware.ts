@@ -1,11 +1,8 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../db/client.js';
 import type { FileStore } from '../storage/file-store.js';
-import { objectKeys } from '../storage/object-store.js';
+import { objectKeys, putFileByContent } from '../storage/object-store.js';
 import { requestOrigin } from './client-config.js';
 
 // Device firmware (spec §4.10, CONTRACTS.md "Public configuration"): `asset register-firmware`
@@ -39,32 +36,13 @@ export async function findFirmware(db: Database, ref: FirmwareRef): Promise<Firm
   return row ? { model: row.model, module: row.module, fileName: row.file_name, sha256: row.sha256, size: Number(row.size) } : null;
 }
 
-async function sha256OfFile(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(file), hash);
-  return hash.digest('hex');
-}
-
 /**
  * Stores `file` under its content key, then points (model, module, file name) at it: registering
  * the same triple again replaces what it downloads. The bytes a replaced row pointed at stay in the
  * store: a signed URL handed out before the change still names them, until it expires.
  */
 export async function registerFirmware(deps: { db: Database; store: FileStore }, input: FirmwareRef & { file: string }): Promise<FirmwareFile> {
-  // The key names the content, so it is known only after a first read. Puts are all or nothing, so
-  // an object already under the key holds exactly these bytes; otherwise the store's own hash of the
-  // second read must agree, or the file changed under us and nothing is registered.
-  const sha256 = await sha256OfFile(input.file);
-  const key = objectKeys.firmware(sha256);
-  let size = (await deps.store.stat(key))?.size;
-  if (size === undefined) {
-    const stored = await deps.store.put(key, createReadStream(input.file));
-    if (stored.sha256 !== sha256) {
-      await deps.store.delete(key);
-      throw new Error(`${input.file} changed while it was being stored: register it again`);
-    }
-    size = stored.size;
-  }
+  const { sha256, size } = await putFileByContent(deps.store, objectKeys.firmware, input.file);
   await deps.db.insertInto('firmware_files')
     .values({ model: input.model, module: input.module, file_name: input.fileName, sha256, size })
     .onConflict((oc) => oc.columns(['model', 'module', 'file_name']).doUpdateSet({ sha256, size, updated_at: sql`now()` }))

@@ -10,7 +10,8 @@ import {
   buyerOrderDetail, buyerOrderList, fulfillmentStatuses, maskedAddressSchema, orderStatuses, orderViewSchema, paymentStatuses, refundStatuses, viewLang,
 } from '../../../shared/hardware-sales/order-views.js';
 import type { AppDeps } from '../../deps.js';
-import { addressSchema, blankToNull, rejectInvalid } from './request-schemas.js';
+import { publicError, rejectInvalid } from '../../plugins/public-envelope.js';
+import { addressSchema, blankToNull } from './request-schemas.js';
 import { principalOf } from '../../plugins/auth.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 
@@ -20,7 +21,6 @@ const orderParams = z.object({ orderNo: z.string().min(1).max(64) });
 /** Missing and not owned answer alike (spec §4.9 rule 1). */
 const orderNotFound = () => new AppError(404, 'ORDER_NOT_FOUND', 'Order not found');
 
-const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 const success = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
 
 const listQuery = z.object({

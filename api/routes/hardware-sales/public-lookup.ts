@@ -6,10 +6,10 @@ import { orderNoPattern } from '../../../shared/hardware-sales/numbers.js';
 import { lookupOrderView, maskedAddressSchema, orderViewSchema, viewLang } from '../../../shared/hardware-sales/order-views.js';
 import { assertWithinLimits, bucketKey, perMinute } from '../../../shared/hardware-sales/rate-limits.js';
 import type { AppDeps } from '../../deps.js';
+import { publicError } from '../../plugins/public-envelope.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 
 const tags = ['hardware-sales'];
-const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
 // The phone as create's receiverPhone takes it: E.164 or local digits. It must equal, as stored,
 // the order's phone or its receiver phone.

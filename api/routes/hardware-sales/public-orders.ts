@@ -8,15 +8,15 @@ import { getSkuConfig, tierKinds, salesModes, skuStatuses } from '../../../share
 import { assertOrderWithinLimits, createOrder } from '../../../shared/hardware-sales/order-create.js';
 import { assertQuoteWithinLimits, presentedCode, quoteOrder, quoteStatuses } from '../../../shared/hardware-sales/quote.js';
 import type { AppDeps } from '../../deps.js';
+import { publicError, rejectInvalid } from '../../plugins/public-envelope.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
-import { addressSchema, blankToNull, rejectInvalid } from './request-schemas.js';
+import { addressSchema, blankToNull } from './request-schemas.js';
 import { optionalBuyer, requireBuyer } from './buyer.js';
 import { publicLookupRoutes } from './public-lookup.js';
 import { publicPayRoutes } from './public-pay.js';
 
 const tags = ['hardware-sales'];
 
-const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 const success = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
 
 // Lengths bound what is stored; a value that matches no row (an unknown SKU or code) is a lookup

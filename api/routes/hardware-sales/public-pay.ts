@@ -4,12 +4,11 @@ import { z } from 'zod';
 import { paymentModes, payOrder, payProviders, payScenes, renderModes } from '../../../shared/hardware-sales/pay.js';
 import { assertWithinLimits, bucketKey, perMinute } from '../../../shared/hardware-sales/rate-limits.js';
 import type { AppDeps } from '../../deps.js';
-import { rejectInvalid } from './request-schemas.js';
+import { publicError, rejectInvalid } from '../../plugins/public-envelope.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 import { requireBuyer } from './buyer.js';
 
 const tags = ['hardware-sales'];
-const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
 const payBody = z.object({
   provider: z.enum(payProviders).optional().describe('default chan_a; any other value is 400 INVALID_REQUEST'),

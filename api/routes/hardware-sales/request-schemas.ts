@@ -1,10 +1,7 @@
-import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AppError } from '../../../shared/errors.js';
 
 // What the buyer's requests share: one address schema for create and for changing it later (so
-// both accept and refuse the same addresses; blank optional fields mean absent), and one way to
-// answer a schema failure in the public envelope.
+// both accept and refuse the same addresses; blank optional fields mean absent) (api/plugins/public-envelope.ts answers a schema failure).
 
 const text = (max: number) => z.string().trim().min(1).max(max);
 const optionalText = (max: number, pattern?: RegExp, what = 'invalid format') =>
@@ -22,18 +19,4 @@ export const addressSchema = z.object({
 
 export const blankToNull = (value: string | null | undefined): string | null => (value === undefined || value === null || value === '' ? null : value);
 
-type ValidationFailure = Error & { validation?: Array<{ instancePath: string; message?: string }>; validationContext?: string };
 
-/**
- * A route's schema failure (`attachValidation`) in the public envelope: 400 with the code
- * `codeFor` gives the first failing field (e.g. `INVALID_ADDRESS` for an address field).
- */
-export function rejectInvalid(request: FastifyRequest, codeFor: (path: string[], context: string) => string): void {
-  const failure = request.validationError as ValidationFailure | undefined;
-  if (!failure) return;
-  const first = failure.validation?.[0];
-  const path = (first?.instancePath ?? '').split('/').filter(Boolean);
-  const context = failure.validationContext ?? 'body';
-  const field = [context, ...path].join('.');
-  throw new AppError(400, codeFor(path, context), first ? `${field}: ${first.message ?? 'invalid'}` : 'Invalid request');
-}

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { bluetoothGenerations, bluetoothRoles, listBluetoothFilters } from '../../../shared/public-config/bluetooth-filters.js';
 import type { AppDeps } from '../../deps.js';
-import { PUBLIC_LIST_CACHE_CONTROL, publicError, useInternalErrorCode } from './payment-catalog.js';
+import { publicError, useInternalErrorCode } from '../../plugins/public-envelope.js';
+import { PUBLIC_LIST_CACHE_CONTROL } from './payment-catalog.js';
 
 const filterItem = z.object({
   namePrefix: z.string(), productModelId: z.string(), modelName: z.string(), requiresInventoryCheck: z.boolean(),
@@ -14,7 +15,7 @@ const filterItem = z.object({
 export const bluetoothFilterRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useInternalErrorCode(app);
 
-  app.get('/public/devices/bluetooth-filters', {
+  app.get('/devices/bluetooth-filters', {
     schema: {
       tags: ['public-config'],
       summary: 'Bluetooth filters: one per device-name prefix, longest prefix first',

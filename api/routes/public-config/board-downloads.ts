@@ -15,9 +15,9 @@ import { DownloadCache, downloadCacheDir } from '../../../shared/storage/downloa
 import type { FileStore } from '../../../shared/storage/file-store.js';
 import { createObjectStore } from '../../../shared/storage/object-store.js';
 import type { AppDeps } from '../../deps.js';
+import { publicError } from '../../plugins/public-envelope.js';
 
 const tags = ['public-config'];
-const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 const errorResponses = { 400: publicError, 404: publicError, 416: publicError, 502: publicError, 504: publicError };
 const sha256Param = z.string().regex(SHA256_HEX, 'expected 64 lowercase hex characters');
 const fileNameParam = z.string().describe('The registered file name; the extension must match the channel or platform');
@@ -128,7 +128,7 @@ export const boardDownloadRoutes: FastifyPluginAsyncZod<BoardDownloadRouteOption
   // derived from GET, so it never opens the file.
   app.route({
     method: ['GET', 'HEAD'],
-    url: '/public/board/firmware/:channel/:sha256/*',
+    url: '/board/firmware/:channel/:sha256/*',
     attachValidation: true,
     schema: {
       tags,
@@ -141,7 +141,7 @@ export const boardDownloadRoutes: FastifyPluginAsyncZod<BoardDownloadRouteOption
 
   app.route({
     method: ['GET', 'HEAD'],
-    url: '/public/board/app/:platform/:sha256/*',
+    url: '/board/app/:platform/:sha256/*',
     attachValidation: true,
     schema: {
       tags,

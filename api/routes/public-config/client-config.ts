@@ -4,7 +4,7 @@ import {
   CLIENT_CONFIG_GROUPS, ClientConfigView, loadClientConfigRows, matchesIfNoneMatch, requestOrigin, selectGroups,
 } from '../../../shared/public-config/client-config.js';
 import type { AppDeps } from '../../deps.js';
-import { publicError, useInternalErrorCode } from './payment-catalog.js';
+import { publicError, useInternalErrorCode } from '../../plugins/public-envelope.js';
 
 const tags = ['public-config'];
 
@@ -30,7 +30,7 @@ export const clientConfigRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
   const view = new ClientConfigView(() => loadClientConfigRows(deps.db), (listener) => deps.settings.onChange(listener));
   app.addHook('onClose', async () => view.close());
 
-  app.get('/public/client-config', {
+  app.get('/client-config', {
     schema: {
       tags, summary: 'The mobile client configuration: whitelisted groups, with an ETag for conditional GETs',
       description: '`groups`: comma list (default all; unknown names ignored). `platform`, `appVersion`: reserved, no effect. '

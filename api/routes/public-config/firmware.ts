@@ -5,14 +5,14 @@ import { downloadOrigin, findFirmware, firmwareModules, firmwareRefSchema } from
 import { objectKeys } from '../../../shared/storage/object-store.js';
 import { objectUrlSigner, signedObjectUrl } from '../../../shared/storage/signed-urls.js';
 import type { AppDeps } from '../../deps.js';
+import { publicError } from '../../plugins/public-envelope.js';
 
-const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
 /** `GET /public/firmware/:model/:module/:fileName` (spec §4.10): 302 to a short-lived signed URL of the object store. */
 export const firmwareRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const signer = objectUrlSigner(deps.secrets);
 
-  app.get('/public/firmware/:model/:module/:fileName', {
+  app.get('/firmware/:model/:module/:fileName', {
     schema: {
       tags: ['public-config'],
       summary: 'Device firmware: 302 to a signed URL of its bytes, valid for public.firmware_url_ttl_seconds',

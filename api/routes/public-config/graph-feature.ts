@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
-import { publicError, useInternalErrorCode } from './payment-catalog.js';
+import { publicError, useInternalErrorCode } from '../../plugins/public-envelope.js';
 
 /** Whether the graph feature is open, and its public label (spec §4.10, CONTRACTS.md). */
 export const graphFeatureRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useInternalErrorCode(app);
 
-  app.get('/public/features/graph', {
+  app.get('/features/graph', {
     schema: {
       tags: ['public-config'],
       summary: 'Whether the graph feature is open, and its public label (site setting graph.public)',

@@ -12,9 +12,16 @@ import { paymentCatalogRoutes } from './payment-catalog.js';
 
 /**
  * Public configuration and downloads (docs/public-config.md, spec §4.10): no authentication, any
- * origin, errors as `{ success: false, error: { code, message } }`.
+ * origin, errors as `{ success: false, error: { code, message } }`. Registered under the `/public`
+ * prefix, which also bounds CORS: its preflight route is `OPTIONS /public/*`, not every path.
  */
 export const publicConfigRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  await app.register(publicScope, { ...deps, prefix: '/public' });
+};
+
+const publicScope: FastifyPluginAsyncZod<AppDeps> = async (app, options) => {
+  // Passed on without the prefix, which the routes below inherit already.
+  const { prefix: _mounted, ...deps } = options as AppDeps & { prefix?: string };
   useErrorEnvelope(app, 'public');
   await app.register(cors, {
     origin: '*',

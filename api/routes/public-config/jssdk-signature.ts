@@ -7,10 +7,9 @@ import {
   assertSafeHost, checkPageToSign, jssdkAccountOf, jssdkApis, jssdkNonce, jssdkSignature, JsapiTicketCache,
 } from '../../../shared/public-config/jssdk-signature.js';
 import type { AppDeps } from '../../deps.js';
-import { rejectInvalid } from '../hardware-sales/request-schemas.js';
+import { publicError, rejectInvalid } from '../../plugins/public-envelope.js';
 
 const tags = ['public-config'];
-const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
 const query = z.object({
   client_id: z.string().trim().min(1).max(200),
@@ -34,7 +33,7 @@ export const jssdkSignatureRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, 
     onFault: (fault) => app.log.warn({ fault }, 'chan_a JS-SDK ticket request failed'),
   });
 
-  app.get('/public/chan_a/jssdk-signature', {
+  app.get('/chan_a/jssdk-signature', {
     attachValidation: true,
     schema: {
       tags, summary: 'A chan_a JS-SDK signature for a page on one of the client\'s safe domains',

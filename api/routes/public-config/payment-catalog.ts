@@ -1,33 +1,17 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   billingPeriods, currencyCodeSchema, DEFAULT_PRICE_CURRENCY, listPaymentMethods, listPublicPrices, productTypes,
 } from '../../../shared/billing/price-list.js';
-import { unavailableDependency } from '../../../shared/dependency-errors.js';
-import { AppError } from '../../../shared/errors.js';
 import type { AppDeps } from '../../deps.js';
-import { rejectInvalid } from '../hardware-sales/request-schemas.js';
+import { publicError, rejectInvalid, useInternalErrorCode } from '../../plugins/public-envelope.js';
 
 const tags = ['public-config'];
-
-export const publicError = z.object({ success: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
 /** The lists change when an operator edits them, rarely: a minute of browser or CDN caching is harmless. */
 export const PUBLIC_LIST_CACHE_CONTROL = 'public, max-age=60';
 
-/**
- * Failures of this scope in the public codes (spec §7.6): a 5xx is `INTERNAL_ERROR`, the cause kept
- * for the log. An unreachable database still passes through as 503 `dependency_unavailable` with
- * Retry-After (errors plugin), and refusals (AppError, 4xx) as they are. A thrown error reaches the
- * parent (the service's) error handler, which renders the public envelope.
- */
-export function useInternalErrorCode(app: FastifyInstance): void {
-  app.setErrorHandler((error: Error & { statusCode?: number }) => {
-    if (error instanceof AppError || unavailableDependency(error) || (error.statusCode !== undefined && error.statusCode < 500)) throw error;
-    throw Object.assign(new AppError(500, 'INTERNAL_ERROR', 'Internal server error'), { cause: error });
-  });
-}
 
 /** A malformed query in the public codes: 400 `INVALID_REQUEST`. */
 export const refuseInvalidQuery = (request: FastifyRequest) => rejectInvalid(request, () => 'INVALID_REQUEST');
@@ -47,7 +31,7 @@ const paymentMethodItem = z.object({ id: z.string(), name: z.string(), currencie
 export const paymentCatalogRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useInternalErrorCode(app);
 
-  app.get('/public/payment/prices', {
+  app.get('/payment/prices', {
     attachValidation: true,
     schema: {
       tags, summary: 'The active prices in one currency, featured first, then cheapest first',
@@ -61,7 +45,7 @@ export const paymentCatalogRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, 
     return { success: true as const, data };
   });
 
-  app.get('/public/payment/methods', {
+  app.get('/payment/methods', {
     attachValidation: true,
     schema: {
       tags, summary: 'The payment methods, in the order they were first set; `currency` keeps those that take it',
