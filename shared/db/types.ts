@@ -555,6 +555,46 @@ export interface BillingPaymentMethodsTable {
   updated_at: Timestamp;
 }
 
+export type BillingProvider = 'chan_a' | 'chan_b' | 'paddle' | 'manual' | 'mock';
+export type BillingOrderStatus = 'pending' | 'paid' | 'failed' | 'refunded';
+
+export interface BillingOrdersTable {
+  id: string;
+  team_id: string;
+  user_id: string;
+  price_id: string;
+  provider: BillingProvider;
+  provider_order_id: string;
+  amount: number;
+  currency: string;
+  /** Whole credits granted when paid. */
+  credits: number;
+  product_type: string;
+  billing_period: string;
+  status: Defaulted<BillingOrderStatus>;
+  pay_url: string | null;
+  channel_reference: string | null;
+  refunded_amount: Defaulted<number>;
+  paid_at: NullableTimestamp;
+  failed_at: NullableTimestamp;
+  refunded_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface BillingPaymentEventsTable {
+  id: string;
+  provider: string;
+  event_id: string;
+  order_id: string | null;
+  kind: 'paid' | 'failed' | 'refunded';
+  outcome: string;
+  amount: number | null;
+  currency: string | null;
+  payload: Json;
+  received_at: Timestamp;
+}
+
 export interface ChanAOfficialAccountsTable {
   client_id: string;
   app_id: string;
@@ -707,6 +747,8 @@ export interface DB {
   bluetooth_filters: BluetoothFiltersTable;
   billing_prices: BillingPricesTable;
   billing_payment_methods: BillingPaymentMethodsTable;
+  billing_orders: BillingOrdersTable;
+  billing_payment_events: BillingPaymentEventsTable;
 }
 
 export type User = Selectable<UsersTable>;
