@@ -29,6 +29,7 @@ import { crossTeamRoutes } from './routes/cross-team/index.js';
 import { llmProviderRoutes } from './routes/llm-providers/index.js';
 import { hardwareSalesRoutes } from './routes/hardware-sales/index.js';
 import { publicConfigRoutes } from './routes/public-config/index.js';
+import { billingRoutes } from './routes/billing/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -68,6 +69,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(llmProviderRoutes, deps);
   await app.register(hardwareSalesRoutes, deps);
   await app.register(publicConfigRoutes, deps);
+  await app.register(billingRoutes, deps);
 }
 
 /**

@@ -95,6 +95,12 @@ const envSchema = z.object({
   CHAN_B_APP_ID: optionalString,
   CHAN_B_APP_PRIVATE_KEY: optionalString,
   CHAN_B_PUBLIC_KEY: optionalString,
+  // paddle (Paddle Billing): webhooks verified with the secret; checkout creates transactions through the API.
+  PADDLE_WEBHOOK_SECRET: optionalString,
+  PADDLE_API_BASE_URL: z.string().url().default('https://api.paddle.com'),
+  PADDLE_API_KEY: optionalString,
+  /** The HMAC secret of `manual` and `mock` callbacks (Standard Webhooks; `whsec_…` is base64). */
+  PAYMENT_WEBHOOK_SECRET: optionalString,
 });
 
 export type Config = z.infer<typeof envSchema>;

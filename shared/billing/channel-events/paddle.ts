@@ -1,0 +1,4 @@
+import type { ChannelEventReader } from './index.js';
+
+// To be written (issue 22).
+export const readPaddleEvents: ChannelEventReader = () => [];
