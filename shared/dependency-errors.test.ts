@@ -101,8 +101,9 @@ describe('PostgreSQL unreachable, as node-postgres and Kysely report it', () => 
     await admin.end();
     // DatabaseError: terminating connection due to administrator command { severity: 'FATAL', code: '57P01', routine: 'ProcessInterrupts' }
     expect(terminated).toMatchObject({ name: 'error', code: '57P01', severity: 'FATAL', message: 'terminating connection due to administrator command' });
-    // Error: Connection terminated unexpectedly (no code)
-    expect(next).toMatchObject({ message: 'Connection terminated unexpectedly' });
+    // Error: Connection terminated unexpectedly (no code), or, when the client has already seen the
+    // socket end by then, its refusal to query (CI saw both; which one is a race inside node-postgres).
+    expect((next as Error).message).toMatch(/^(Connection terminated unexpectedly|Client has encountered a connection error and is not queryable)$/);
     expect([isDatabaseUnavailable(terminated), isDatabaseUnavailable(next)]).toEqual([true, true]);
   });
 

@@ -25,6 +25,7 @@ import { startWorkerProcess, waitForWorker } from './worker-process.js';
 import { benchSchedules } from './schedules.js';
 import { benchClientConfig } from './client-config.js';
 import { benchDownloads } from './downloads.js';
+import { benchPaymentCallbacks } from './payment-callbacks.js';
 import { bundleWorkflows } from '../../worker/bundle.js';
 import { startWorkers } from '../../worker/start.js';
 
@@ -91,6 +92,8 @@ try {
   const downloads = await benchDownloads(deps, workDir);
   rows.push(...downloads.rows);
   downloadRows.push(...downloads.lines);
+  // Payment callbacks (issue 22): verified callbacks per second against the bare signature check.
+  rows.push(...(await benchPaymentCallbacks(deps)));
   if (!onlyPublicConfig) {
 
     // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the

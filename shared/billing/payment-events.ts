@@ -18,11 +18,19 @@ export interface PaymentEvent {
   provider: BillingProvider;
   /** The channel's id of this delivery or transaction: the same event is applied once. */
   eventId: string;
-  /** Our order number as the channel reports it. */
-  providerOrderId: string;
+  /**
+   * Our order number as the channel reports it; null when the delivery names only the channel's own
+   * payment (a Paddle adjustment names its transaction): the order is then found by `channelReference`.
+   */
+  providerOrderId: string | null;
   kind: 'paid' | 'failed' | 'refunded';
   /** Minor units of `currency` as the channel reports them (the refund's amount for `refunded`). */
   amount: number | null;
+  /**
+   * For `refunded`: `amount` is the total refunded on the order so far (chan_b's `refund_fee`), not
+   * this refund's; the step takes back only what goes beyond what was refunded before.
+   */
+  refundedTotal?: boolean;
   currency: string | null;
   /** The channel's own id of the payment, kept on the order. */
   channelReference?: string | null;
@@ -50,7 +58,7 @@ export interface AppliedPaymentEvent {
 
 /**
  * Records `event` (unique on provider and event id) and applies it to its order under the order's
- * row lock: `paid` moves `pending → paid` and grants the order's credits to the team in the same
+ * row lock: `paid` moves `pending` (or `failed`) `→ paid` and grants the order's credits to the team in the same
  * transaction; `failed` moves `pending → failed`; `refunded` takes back the refunded share of the
  * credits (proportionally, cumulative up to the order's amount; `refunded` once all is refunded).
  * A reversal may take the balance below zero: the team then owes it, it is never clamped.
@@ -73,9 +81,10 @@ export async function applyPaymentEvent(db: Database, event: PaymentEvent): Prom
       return { outcome, orderId, ...(balanceMilli === undefined ? {} : { balanceMilli }) };
     };
 
-    if (!billingOrderNoPattern.test(event.providerOrderId)) return finish('unknown_order', null);
+    const lookup = orderLookup(event);
+    if (!lookup) return finish('unknown_order', null);
     const order = await trx.selectFrom('billing_orders').selectAll()
-      .where('provider_order_id', '=', event.providerOrderId).where('provider', '=', event.provider)
+      .where(lookup.column, '=', lookup.value).where('provider', '=', event.provider)
       .forUpdate().executeTakeFirst();
     if (!order) return finish('unknown_order', null);
     if (event.currency !== null && event.currency.toUpperCase() !== order.currency) return finish('currency_mismatch', order.id);
@@ -83,7 +92,9 @@ export async function applyPaymentEvent(db: Database, event: PaymentEvent): Prom
     if (event.kind === 'paid') {
       if (event.amount !== order.amount) return finish('amount_mismatch', order.id);
       if (event.currency === null) return finish('currency_mismatch', order.id);
-      if (order.status !== 'pending') return finish('not_applicable', order.id);
+      // A failed attempt is not final (Paddle's checkout lets the buyer retry another card): money
+      // received after it is still granted, once.
+      if (order.status !== 'pending' && order.status !== 'failed') return finish('not_applicable', order.id);
       await trx.updateTable('billing_orders')
         .set({ status: 'paid', paid_at: sql`now()`, updated_at: sql`now()`, channel_reference: event.channelReference ?? order.channel_reference })
         .where('id', '=', order.id).execute();
@@ -101,7 +112,9 @@ export async function applyPaymentEvent(db: Database, event: PaymentEvent): Prom
     }
 
     // refunded
-    const refund = event.amount;
+    const refund = event.amount !== null && event.refundedTotal ? event.amount - order.refunded_amount : event.amount;
+    // A cumulative total no higher than what is already refunded says nothing new (a late or reordered delivery).
+    if (event.refundedTotal && refund !== null && refund <= 0 && order.status !== 'pending' && order.status !== 'failed') return finish('not_applicable', order.id);
     if (order.status !== 'paid' || refund === null || refund <= 0 || order.refunded_amount + refund > order.amount) {
       return finish(refund !== null && refund > 0 && order.status === 'paid' ? 'amount_mismatch' : 'not_applicable', order.id);
     }
@@ -122,4 +135,12 @@ export async function applyPaymentEvent(db: Database, event: PaymentEvent): Prom
     });
     return finish('applied', order.id, await addToCreditBalance(trx, order.team_id, -reverseMilli));
   });
+}
+
+/** How an event names its order: our number (a `WFB…` one only), or else the channel's id of the payment. */
+function orderLookup(event: PaymentEvent): { column: 'provider_order_id' | 'channel_reference'; value: string } | null {
+  if (event.providerOrderId !== null) {
+    return billingOrderNoPattern.test(event.providerOrderId) ? { column: 'provider_order_id', value: event.providerOrderId } : null;
+  }
+  return event.channelReference ? { column: 'channel_reference', value: event.channelReference } : null;
 }

@@ -33,6 +33,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
   await db.schema.createIndex('billing_orders_team_idx').on('billing_orders').columns(['team_id', 'created_at']).execute();
+  // Some deliveries name only the channel's payment (a Paddle adjustment names its transaction).
+  await db.schema.createIndex('billing_orders_channel_reference_idx').on('billing_orders').columns(['provider', 'channel_reference']).execute();
 
   await db.schema.createTable('billing_payment_events')
     .addColumn('id', 'uuid', (c) => c.primaryKey())
