@@ -30,6 +30,7 @@ import { llmProviderRoutes } from './routes/llm-providers/index.js';
 import { hardwareSalesRoutes } from './routes/hardware-sales/index.js';
 import { publicConfigRoutes } from './routes/public-config/index.js';
 import { billingRoutes } from './routes/billing/index.js';
+import { connectorRoutes } from './routes/connectors/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -70,6 +71,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(hardwareSalesRoutes, deps);
   await app.register(publicConfigRoutes, deps);
   await app.register(billingRoutes, deps);
+  await app.register(connectorRoutes, deps);
 }
 
 /**

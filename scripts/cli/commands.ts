@@ -26,6 +26,7 @@ import { assetCommands } from './asset-commands.js';
 import { firmwareCommands } from './firmware-commands.js';
 import { deviceCommands } from './device-commands.js';
 import { priceCommands } from './price-commands.js';
+import { connectorCommands } from './connector-commands.js';
 
 export interface CliContext {
   config: Config;
@@ -54,6 +55,7 @@ export const commands: Record<string, Command> = {
   ...firmwareCommands,
   ...deviceCommands,
   ...priceCommands,
+  ...connectorCommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });

@@ -595,6 +595,42 @@ export interface BillingPaymentEventsTable {
   received_at: Timestamp;
 }
 
+export interface ConnectorCredentialField { key: string; label: string; type: string; secret: boolean; required: boolean; helpUrl?: string }
+
+export interface ConnectorsTable {
+  id: string;
+  service: string;
+  display_name: string;
+  description: Defaulted<string>;
+  categories: ColumnType<string[], string | undefined, string>;
+  auth_type: string;
+  credential_fields: ColumnType<ConnectorCredentialField[], string, string>;
+  supported_triggers: ColumnType<string[], string | undefined, string>;
+  status: Defaulted<'approved' | 'pending' | 'rejected'>;
+  circuit_broken: Defaulted<boolean>;
+  /** numeric: pg returns a string. */
+  credit_multiplier: ColumnType<string, string | number | undefined, string | number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type ConnectionStatus = 'pending' | 'active' | 'invalid' | 'revoked';
+
+export interface ConnectorConnectionsTable {
+  id: string;
+  user_id: string;
+  service: string;
+  account_label: string;
+  status: Defaulted<ConnectionStatus>;
+  credentials_sealed: ColumnType<Record<string, string>, string, string>;
+  credential_mask: ColumnType<Record<string, string>, string, string>;
+  last_verified_at: NullableTimestamp;
+  last_error_code: string | null;
+  revoked_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface ChanAOfficialAccountsTable {
   client_id: string;
   app_id: string;
@@ -749,6 +785,8 @@ export interface DB {
   billing_payment_methods: BillingPaymentMethodsTable;
   billing_orders: BillingOrdersTable;
   billing_payment_events: BillingPaymentEventsTable;
+  connectors: ConnectorsTable;
+  connector_connections: ConnectorConnectionsTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -15,6 +15,7 @@ import * as hardwareSales from './2026_11_24_0013_hardware_sales.js';
 import * as hardwarePay from './2026_11_24_0014_hardware_pay.js';
 import * as publicConfig from './2026_11_24_0015_public_config.js';
 import * as billingPayments from './2026_11_24_0016_billing_payments.js';
+import * as connectors from './2026_11_24_0017_connectors.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -37,4 +38,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0014_hardware_pay': hardwarePay,
   '2026_11_24_0015_public_config': publicConfig,
   '2026_11_24_0016_billing_payments': billingPayments,
+  '2026_11_24_0017_connectors': connectors,
 };
