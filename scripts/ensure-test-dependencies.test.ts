@@ -117,6 +117,7 @@ describe('ensureTestDependencies', () => {
       ['/usr/bin/chromium', 'chromium'],
       ['/usr/bin/redis-server', 'redis-server'],
       ['/usr/bin/curl', 'curl'],
+      ['/usr/sbin/dovecot', 'dovecot-imapd'],
     ]);
   });
 });

@@ -20,6 +20,7 @@ export const TEST_DEPENDENCIES: readonly TestDependency[] = [
   { binary: '/usr/bin/chromium', aptPackage: 'chromium', usedBy: 'the OAuth consent-page browser test (test/credentials/oauth-browser.test.ts)' },
   { binary: '/usr/bin/redis-server', aptPackage: 'redis-server', usedBy: 'the release rate-limit tests (test/harness/redis.ts)' },
   { binary: '/usr/bin/curl', aptPackage: 'curl', usedBy: 'the board download tests: `curl --range` and a resumed `curl -C -` (test/public-config/)' },
+  { binary: '/usr/sbin/dovecot', aptPackage: 'dovecot-imapd', usedBy: 'the connector tests (test/harness/dovecot.ts)' },
 ];
 
 const APT_GET = '/usr/bin/apt-get';

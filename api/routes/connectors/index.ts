@@ -1,5 +1,15 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../../deps.js';
+import { useErrorEnvelope } from '../../plugins/errors.js';
+import { catalogRoutes } from './catalog.js';
+import { connectionRoutes } from './connections.js';
 
-// To be written (issue 23): catalog and connections (docs/connectors.md).
-export const connectorRoutes: FastifyPluginAsyncZod<AppDeps> = async () => {};
+/**
+ * Connectors (spec §4.12, docs/connectors.md): the catalog and a user's connections, under
+ * /api/connectors, for a signed-in person only (access row `connectors`); errors `{ error }`.
+ */
+export const connectorRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  useErrorEnvelope(app, 'connectors');
+  await app.register(catalogRoutes, deps);
+  await app.register(connectionRoutes, deps);
+};
