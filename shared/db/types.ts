@@ -631,6 +631,18 @@ export interface ConnectorConnectionsTable {
   updated_at: Timestamp;
 }
 
+export interface ConnectorBindingsTable {
+  id: string;
+  document_id: string;
+  connection_id: string;
+  trigger: string;
+  poll_seconds: number | null;
+  enabled: Defaulted<boolean>;
+  created_by: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface ChanAOfficialAccountsTable {
   client_id: string;
   app_id: string;
@@ -787,6 +799,7 @@ export interface DB {
   billing_payment_events: BillingPaymentEventsTable;
   connectors: ConnectorsTable;
   connector_connections: ConnectorConnectionsTable;
+  connector_bindings: ConnectorBindingsTable;
 }
 
 export type User = Selectable<UsersTable>;

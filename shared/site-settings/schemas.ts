@@ -99,6 +99,8 @@ export const siteSettingDefinitions = {
     defaults: { open: false, label: null as string | null },
   },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
+  /** Connectors (CONTRACTS.md "Connectors"): the default polling interval of a binding. */
+  'connectors.poll_seconds': { schema: z.number().int().min(1).max(86_400), defaults: 60 },
   CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },
 } as const;
 

@@ -6,6 +6,7 @@ import { sql, type Kysely } from 'kysely';
 //   trips the circuit breaker.
 // - `connector_connections`: one user's account at a connector; credentials sealed per field with
 //   the key ring (the row id and field name as associated data), a mask for display.
+// - `connector_bindings`: a document's trigger on a connection.
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createTable('connectors')
@@ -53,9 +54,27 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
   await db.schema.createIndex('connector_connections_user_idx').on('connector_connections').columns(['user_id', 'created_at']).execute();
+
+  // A document's trigger on a connection (`connector-binding create`): publishing the document
+  // needs the connection `active`; polling (one workflow per binding) follows it.
+  await db.schema.createTable('connector_bindings')
+    .addColumn('id', 'uuid', (c) => c.primaryKey())
+    .addColumn('document_id', 'uuid', (c) => c.notNull().references('documents.id'))
+    .addColumn('connection_id', 'uuid', (c) => c.notNull().references('connector_connections.id'))
+    .addColumn('trigger', 'text', (c) => c.notNull())
+    // Null: the site setting `connectors.poll_seconds`.
+    .addColumn('poll_seconds', 'integer', (c) => c.check(sql`poll_seconds IS NULL OR poll_seconds >= 1`))
+    .addColumn('enabled', 'boolean', (c) => c.notNull().defaultTo(true))
+    .addColumn('created_by', 'uuid', (c) => c.notNull().references('users.id'))
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addUniqueConstraint('connector_bindings_document_connection_trigger_key', ['document_id', 'connection_id', 'trigger'])
+    .execute();
+  await db.schema.createIndex('connector_bindings_connection_idx').on('connector_bindings').column('connection_id').execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('connector_bindings').ifExists().execute();
   await db.schema.dropTable('connector_connections').ifExists().execute();
   await db.schema.dropTable('connectors').ifExists().execute();
 }
