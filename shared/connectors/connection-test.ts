@@ -3,7 +3,7 @@ import { HostResolutionError, InvalidUrlError, parseAllowList, parseIp, SsrfBloc
 import type { Database } from '../db/client.js';
 import type { ConnectionStatus } from '../db/types.js';
 import { AppError } from '../errors.js';
-import { assertWithinLimits, perMinute } from '../hardware-sales/rate-limits.js';
+import { assertWithinLimits, perMinute } from '../rate-limit/limits.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 import { SealedSecretError, type SecretKeyRing } from '../secrets/key-ring.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';

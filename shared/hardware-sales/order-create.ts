@@ -13,7 +13,8 @@ import { newOrderNo, newPaymentNo } from './numbers.js';
 import * as repo from './orders-repository.js';
 import { evaluateDiscountCode, isPublicSkuStatus, orderAmounts, tierState } from './pricing.js';
 import { presentedCode, type BuyerIdentity } from './quote.js';
-import { assertWithinLimits, bucketKey, perMinute, type RateCheck } from './rate-limits.js';
+import { assertWithinLimits, perMinute, type RateCheck } from '../rate-limit/limits.js';
+import { bucketKey } from './rate-limits.js';
 
 // Order creation (spec §4.8 order creation rules, §2.11): the price is the server's, from the SKU
 // and the tier; the tier's unit and the code's slot are taken under row locks in the order's own

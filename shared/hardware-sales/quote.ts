@@ -5,7 +5,8 @@ import { codeTerms, discountCodeSchema, skuCodeSchema, tierTerms } from './catal
 import { findDiscountCode, findSkuByCode, listTiers, type DiscountCodeRow } from './catalogue-repository.js';
 import { countBuyerCodeSlots } from './orders-repository.js';
 import { choosePurchase, evaluateDiscountCode, orderAmounts, type PurchaseRefusal } from './pricing.js';
-import { assertWithinLimits, bucketKey, perMinute, type RateCheck } from './rate-limits.js';
+import { assertWithinLimits, perMinute, type RateCheck } from '../rate-limit/limits.js';
+import { bucketKey } from './rate-limits.js';
 
 // The quote (spec §4.8 quote rules): what an order of this tier with this code would cost now.
 // It reads and holds nothing (order creation decides again under its locks), and it never tells

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { parseAllowList } from '../../../shared/app-runs/ssrf-guard.js';
-import { assertWithinLimits, perMinute } from '../../../shared/hardware-sales/rate-limits.js';
+import { assertWithinLimits, perMinute } from '../../../shared/rate-limit/limits.js';
 import { guardedFetch } from '../../../shared/payment-channels/guarded-fetch.js';
 import {
   assertSafeHost, checkPageToSign, jssdkAccountOf, jssdkApis, jssdkNonce, jssdkSignature, JsapiTicketCache,

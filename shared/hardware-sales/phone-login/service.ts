@@ -12,7 +12,8 @@ import type { RateLimiter } from '../../rate-limit/rate-limiter.js';
 import type { SiteSettingsCache } from '../../site-settings/cache.js';
 import { withTimeout } from '../../timeout.js';
 import { issuePhoneToken } from '../phone-tokens.js';
-import { assertWithinLimits, bucketKey } from '../rate-limits.js';
+import { assertWithinLimits } from '../../rate-limit/limits.js';
+import { bucketKey } from '../rate-limits.js';
 import { consumeOtp, discardOtp, issueOtp, supersedeOlderOtps, type OtpCheck } from './otp.js';
 import { otpMessage, phoneLanguage, type SmsProvider } from './sms.js';
 
