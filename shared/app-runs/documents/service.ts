@@ -1,3 +1,4 @@
+import { connectionNotActive, inactiveBindingsOf } from '../../connectors/bindings.js';
 import type { Database } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { AppError } from '../../errors.js';
@@ -160,6 +161,9 @@ export async function publishDocument(
       const versions = (await repo.listAllVersions(trx, document.id)).map(versionOfRow);
       if (requested && versions.some((v) => compareVersions(v, requested) === 0)) throw versionExists(input.version!);
       const version = requested ?? nextMinorVersion(versions);
+      // Spec §3.1: a trigger bound to a connection that is not `active` would never fire.
+      const inactive = await inactiveBindingsOf(trx, document.id);
+      if (inactive.length > 0) throw connectionNotActive(inactive);
       const deployment = await repo.insertDeployment(trx, {
         id: newId(), document_id: document.id, project_id: document.project_id, team_id: document.team_id,
         version_major: version.major, version_minor: version.minor, visibility: input.visibility ?? 'private',

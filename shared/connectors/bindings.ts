@@ -1,0 +1,72 @@
+import type { Selectable } from 'kysely';
+import { findActiveDocument } from '../app-runs/documents/repository.js';
+import type { Database } from '../db/client.js';
+import { isUniqueViolation } from '../db/errors.js';
+import type { ConnectionStatus, ConnectorBindingsTable } from '../db/types.js';
+import { AppError } from '../errors.js';
+import { isUuid, newId } from '../ids.js';
+import { isTeamMember } from '../identity/team-access.js';
+
+// A binding is a document's trigger on a connection (`connector-binding create`, docs/connectors.md
+// "Bindings"): polling follows it, and publishing the document needs its connection `active`
+// (spec §3.1). A connection is one user's account, so it may only feed documents of their teams.
+
+export type BindingRow = Selectable<ConnectorBindingsTable>;
+
+/** The same bounds as the site setting `connectors.poll_seconds` it overrides. */
+const MAX_POLL_SECONDS = 86_400;
+
+export interface CreateBindingInput { documentId: string; connectionId: string; trigger: string; pollSeconds?: number }
+
+/**
+ * Binds a document to a connection's trigger. Refused, with nothing written: a missing or deleted
+ * document, a missing or revoked connection, a trigger its connector does not offer, an owner who
+ * is not a member of the document's team, and a binding that already exists.
+ */
+export async function createBinding(db: Database, input: CreateBindingInput): Promise<BindingRow> {
+  const { documentId, connectionId, trigger, pollSeconds } = input;
+  if (pollSeconds !== undefined && (!Number.isInteger(pollSeconds) || pollSeconds < 1 || pollSeconds > MAX_POLL_SECONDS)) {
+    throw new AppError(400, 'invalid_input', `pollSeconds: must be an integer from 1 to ${MAX_POLL_SECONDS}`, { field: 'pollSeconds' });
+  }
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const document = isUuid(documentId) ? await findActiveDocument(trx, documentId) : undefined;
+      if (!document) throw new AppError(404, 'document_not_found', `No document ${documentId}`);
+      // Shared lock: a revoke waits for this insert (and then stops the binding) instead of racing it.
+      const connection = isUuid(connectionId)
+        ? await trx.selectFrom('connector_connections as c').innerJoin('connectors as k', 'k.service', 'c.service')
+          .select(['c.id', 'c.user_id', 'c.status', 'c.service', 'k.supported_triggers'])
+          .where('c.id', '=', connectionId).forShare('c').executeTakeFirst()
+        : undefined;
+      if (!connection || connection.status === 'revoked') throw new AppError(404, 'connection_not_found', `No usable connection ${connectionId}`);
+      if (!connection.supported_triggers.includes(trigger)) {
+        throw new AppError(400, 'trigger_not_supported', `Connector '${connection.service}' has no trigger '${trigger}' (it offers: ${connection.supported_triggers.join(', ') || 'none'})`);
+      }
+      if (!(await isTeamMember(trx, document.team_id, connection.user_id))) {
+        throw new AppError(403, 'connection_not_in_team', "The connection's owner is not a member of the document's team");
+      }
+      return trx.insertInto('connector_bindings').values({
+        id: newId(), document_id: document.id, connection_id: connection.id, trigger, poll_seconds: pollSeconds ?? null, created_by: connection.user_id,
+      }).returningAll().executeTakeFirstOrThrow();
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new AppError(409, 'binding_exists', `Document ${documentId} is already bound to connection ${connectionId} for '${trigger}'`);
+    throw error;
+  }
+}
+
+/** The enabled bindings of a document whose connection is not `active`: each one blocks publishing. */
+export async function inactiveBindingsOf(db: Database, documentId: string): Promise<{ bindingId: string; connectionId: string; status: ConnectionStatus }[]> {
+  return db.selectFrom('connector_bindings as b').innerJoin('connector_connections as c', 'c.id', 'b.connection_id')
+    .select(['b.id as bindingId', 'c.id as connectionId', 'c.status'])
+    .where('b.document_id', '=', documentId).where('b.enabled', '=', true).where('c.status', '<>', 'active')
+    .orderBy('b.id')
+    .execute();
+}
+
+/** Publishing refused (spec §3.1): counts only, never a credential or an account label. */
+export function connectionNotActive(inactive: readonly { connectionId: string }[]): AppError {
+  const connections = new Set(inactive.map((b) => b.connectionId)).size;
+  return new AppError(409, 'connection_not_active',
+    `${inactive.length} trigger binding(s) of this document use ${connections} connection(s) that are not active: test the connection(s) first`);
+}
