@@ -40,17 +40,18 @@ function openCredentials(secrets: SecretKeyRing, row: ConnectionRow): Record<str
 }
 
 /**
- * The SSRF guard of the http block on the user's host (`http_block.allow_hosts` applies): a host
- * the guard refuses, or that does not resolve, is `gateway_unreachable` without any connection.
+ * The SSRF guard of the http block on the user's host (`http_block.allow_hosts` applies): the
+ * vetted address the probe connects to (never a second lookup), or null when the guard refuses
+ * the host or it does not resolve: `gateway_unreachable` without any connection.
  */
-async function refusedByGuard(settings: SiteSettingsCache, endpoint: { host: string; port: number }): Promise<boolean> {
+async function vettedAddress(settings: SiteSettingsCache, endpoint: { host: string; port: number }): Promise<string | null> {
   const rules = parseAllowList(await settings.get('http_block.allow_hosts'));
   const host = parseIp(endpoint.host)?.kind() === 'ipv6' ? `[${endpoint.host}]` : endpoint.host;
   try {
-    await vetUrl(`http://${host}:${endpoint.port}/`, rules);
-    return false;
+    const target = await vetUrl(`http://${host}:${endpoint.port}/`, rules);
+    return target.addresses[0]?.address ?? null;
   } catch (error) {
-    if (error instanceof SsrfBlockedError || error instanceof InvalidUrlError || error instanceof HostResolutionError) return true;
+    if (error instanceof SsrfBlockedError || error instanceof InvalidUrlError || error instanceof HostResolutionError) return null;
     throw error;
   }
 }
@@ -71,9 +72,8 @@ export async function testConnection(deps: ConnectionTestDeps, userId: string, c
   if (!service) throw new AppError(403, 'connector_not_approved', `Connector '${row.service}' has no implementation on this server`);
   const fields = openCredentials(deps.secrets, row);
 
-  const result: ProbeResult = await refusedByGuard(deps.settings, service.endpoint(fields))
-    ? { ok: false, errorCode: 'gateway_unreachable' }
-    : await service.probe(fields);
+  const address = await vettedAddress(deps.settings, service.endpoint(fields));
+  const result: ProbeResult = address === null ? { ok: false, errorCode: 'gateway_unreachable' } : await service.probe(fields, address);
 
   // A delete that landed during the probe wins: a revoked row is never revived.
   await deps.db.updateTable('connector_connections')

@@ -1,6 +1,6 @@
 // One light probe of an IMAP account (connect, authenticate, STATUS INBOX, LOGOUT), with every
 // failure reduced to the probe outcomes of CONTRACTS.md "Connectors".
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { ImapFlow } from 'imapflow';
 
 export type ProbeErrorCode = 'credential_invalid' | 'upstream_rate_limited' | 'upstream_error' | 'gateway_unreachable' | 'gateway_timeout' | 'gateway_auth_failed';
@@ -61,11 +61,18 @@ function watchFirstBytes(socket: Socket, onNotImap: () => void) {
   socket.on('data', onData);
 }
 
-/** Connects, authenticates and reads STATUS of INBOX; never throws for upstream trouble. */
-export async function probeImapAccount(credentials: ImapCredentials, options: { timeoutMs?: number } = {}): Promise<ProbeResult> {
+/**
+ * Connects, authenticates and reads STATUS of INBOX; never throws for upstream trouble.
+ * `connectAddress`: the address the SSRF guard vetted for `credentials.host`, connected to instead
+ * of resolving the name again (a second lookup could answer another, unvetted address); the name
+ * still serves TLS (SNI and the certificate check).
+ */
+export async function probeImapAccount(credentials: ImapCredentials, options: { timeoutMs?: number; connectAddress?: string } = {}): Promise<ProbeResult> {
   const timeoutMs = options.timeoutMs ?? IMAP_PROBE_TIMEOUT_MS;
+  const pinned = options.connectAddress !== undefined && options.connectAddress !== credentials.host;
   const client = new ImapFlow({
-    host: credentials.host,
+    host: pinned ? options.connectAddress : credentials.host,
+    ...(pinned && !isIP(credentials.host) ? { servername: credentials.host } : {}),
     port: credentials.port,
     secure: credentials.tls,
     auth: { user: credentials.username, pass: credentials.password },

@@ -11,8 +11,11 @@ export interface ConnectorService {
   validate(fields: Readonly<Record<string, string>>): void;
   /** The host and port the probe connects to: vetted by the SSRF guard first. */
   endpoint(fields: Readonly<Record<string, string>>): { host: string; port: number };
-  /** One light probe; never throws for upstream trouble, and gives up on its own (10 s for IMAP). */
-  probe(fields: Readonly<Record<string, string>>): Promise<ProbeResult>;
+  /**
+   * One light probe of `connectAddress` (the address the SSRF guard vetted for the endpoint's host);
+   * never throws for upstream trouble, and gives up on its own (10 s for IMAP).
+   */
+  probe(fields: Readonly<Record<string, string>>, connectAddress: string): Promise<ProbeResult>;
 }
 
 const invalid = (message: string) => new AppError(400, 'invalid_body', message);
@@ -32,9 +35,9 @@ export const imapMail: ConnectorService = {
     if (fields.tls !== 'true' && fields.tls !== 'false') throw invalid('credentials.tls: expected "true" or "false"');
   },
   endpoint: (fields) => ({ host: bareHost(fields.host!), port: Number(fields.port) }),
-  probe: (fields) => probeImapAccount({
+  probe: (fields, connectAddress) => probeImapAccount({
     host: bareHost(fields.host!), port: Number(fields.port), tls: fields.tls === 'true', username: fields.username!, password: fields.password!,
-  }),
+  }, { connectAddress }),
 };
 
 export const connectorServices: Readonly<Record<string, ConnectorService>> = { imap_mail: imapMail };

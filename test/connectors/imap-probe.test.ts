@@ -53,6 +53,12 @@ describe('probeImapAccount against a real dovecot and scripted servers (CONTRACT
     expect(await probeImapAccount(account)).toEqual({ ok: true });
   });
 
+  it('connects to the vetted address it is given, never resolving the name again (the name that cannot resolve still probes ok)', async () => {
+    const unresolvable = { ...account, host: 'imap.pinned.invalid' };
+    expect(await probeImapAccount(unresolvable, { timeoutMs: 3_000 })).toEqual({ ok: false, errorCode: 'gateway_unreachable' });
+    expect(await probeImapAccount(unresolvable, { connectAddress: dovecot.host })).toEqual({ ok: true });
+  });
+
   it('a wrong password → credential_invalid (dovecot: NO [AUTHENTICATIONFAILED]), and the password is never printed', async () => {
     const printed: string[] = [];
     const originals = { out: process.stdout.write.bind(process.stdout), err: process.stderr.write.bind(process.stderr) };
