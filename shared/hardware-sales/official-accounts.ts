@@ -1,5 +1,6 @@
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
+import { ACCOUNT_CREDENTIAL_ERRCODES } from '../payment-channels/chan-a/open-platform.js';
 import type { SecretKeyRing } from '../secrets/key-ring.js';
 
 // The chan_a official account an OAuth client id uses for in-app (JSAPI) pay and the JS-SDK
@@ -64,8 +65,6 @@ export async function openOfficialAccount(deps: { db: Database; secrets: SecretK
 export const chanAAuthFailed = (message = 'The chan_a authorization code is invalid or expired; authorize again') =>
   new AppError(401, 'CHAN_A_AUTH_FAILED', message);
 
-/** errcodes that mean our AppID or AppSecret is wrong: configuration, not the buyer's code. */
-const CREDENTIAL_ERRCODES = new Set([40001, 40013, 40125, 41002, 41004]);
 const OAUTH_TIMEOUT_MS = 10_000;
 
 /**
@@ -98,7 +97,7 @@ export async function exchangeAuthCode(
   const answer = typeof body === 'object' && body !== null ? body as Record<string, unknown> : {};
   const errcode = typeof answer.errcode === 'number' ? answer.errcode : 0;
   if (errcode !== 0) {
-    if (CREDENTIAL_ERRCODES.has(errcode)) throw new AppError(503, 'NOT_CONFIGURED', 'The official account\'s AppID or AppSecret is not accepted by chan_a');
+    if (ACCOUNT_CREDENTIAL_ERRCODES.has(errcode)) throw new AppError(503, 'NOT_CONFIGURED', 'The official account\'s AppID or AppSecret is not accepted by chan_a');
     throw chanAAuthFailed();
   }
   if (typeof answer.openid !== 'string' || answer.openid === '') throw chanAAuthFailed('chan_a answered the authorization without an openid');

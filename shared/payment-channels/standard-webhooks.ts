@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual } from '../crypto.js';
+import { singleHeader, type WebhookHeaders } from './webhook-headers.js';
 
 // The `manual` and `mock` channels' signature: Standard Webhooks (protocols.md "manual and mock",
 // CONTRACTS.md "Payment channels"). Headers `webhook-id`, `webhook-timestamp` (unix seconds) and
@@ -23,7 +24,7 @@ export class StandardWebhooksVerificationError extends Error {
   }
 }
 
-export type StandardWebhooksHeaders = Record<string, string | string[] | undefined>;
+export type StandardWebhooksHeaders = WebhookHeaders;
 
 /** The reference libraries' tolerance, both ways: |now − timestamp| ≤ 5 minutes. */
 export const STANDARD_WEBHOOKS_TOLERANCE_SECONDS = 5 * 60;
@@ -89,11 +90,11 @@ export function verifyStandardWebhook(
   nowMs = Date.now(),
 ): { id: string; timestampSeconds: number } {
   const key = standardWebhooksKey(secret);
-  const id = header(headers, 'webhook-id');
-  const timestamp = header(headers, 'webhook-timestamp');
+  const id = singleHeader(headers, 'webhook-id');
+  const timestamp = singleHeader(headers, 'webhook-timestamp');
   // `X-Signature` stands in for an absent `webhook-signature`; next to one it is ignored.
-  const webhookSignature = header(headers, 'webhook-signature');
-  const signatures = webhookSignature === undefined ? header(headers, 'x-signature') : webhookSignature;
+  const webhookSignature = singleHeader(headers, 'webhook-signature');
+  const signatures = webhookSignature === undefined ? singleHeader(headers, 'x-signature') : webhookSignature;
   if (id === null || timestamp === null || signatures === null) {
     throw new StandardWebhooksVerificationError('malformed_header', 'a webhook header appears more than once');
   }
@@ -121,15 +122,4 @@ export function verifyStandardWebhook(
   for (const candidate of candidates) matched = constantTimeEqual(candidate, expected) || matched;
   if (!matched) throw new StandardWebhooksVerificationError('bad_signature', 'no v1 signature matches the body');
   return { id, timestampSeconds };
-}
-
-/** Case-insensitive lookup: undefined when absent or empty, null when repeated (several values). */
-function header(headers: StandardWebhooksHeaders, lowerName: string): string | null | undefined {
-  for (const [name, value] of Object.entries(headers)) {
-    if (name.toLowerCase() !== lowerName) continue;
-    if (Array.isArray(value) && value.length > 1) return null;
-    const single = Array.isArray(value) ? value[0] : value;
-    return single?.trim() || undefined;
-  }
-  return undefined;
 }

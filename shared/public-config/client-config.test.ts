@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  ClientConfigView, matchesIfNoneMatch, presentGroup, renderClientConfig, requestOrigin, selectGroups, withOrigin,
+  ClientConfigView, presentGroup, renderClientConfig, requestOrigin, selectGroups, withOrigin,
   type ClientConfigGroup, type ClientConfigRow,
 } from './client-config.js';
 
@@ -70,18 +70,6 @@ describe('client config rules (spec §4.10 "Client-config details")', () => {
     expect(none.etag).not.toBe(flagsOnly.etag);
   });
 
-  it('matchesIfNoneMatch: weak comparison over a list; W/ ignored; * matches; unquoted or other tags do not', () => {
-    const etag = '"abc"';
-    expect(matchesIfNoneMatch('"abc"', etag)).toBe(true);
-    expect(matchesIfNoneMatch('W/"abc"', etag)).toBe(true);
-    expect(matchesIfNoneMatch('"x", W/"y" ,"abc"', etag)).toBe(true);
-    expect(matchesIfNoneMatch('*', etag)).toBe(true);
-    expect(matchesIfNoneMatch('"*"', etag)).toBe(false);
-    expect(matchesIfNoneMatch('abc', etag)).toBe(false);
-    expect(matchesIfNoneMatch('"abcd", "ab"', etag)).toBe(false);
-    expect(matchesIfNoneMatch(undefined, etag)).toBe(false);
-    expect(matchesIfNoneMatch('', etag)).toBe(false);
-  });
 });
 
 describe('ClientConfigView', () => {

@@ -118,19 +118,6 @@ export function renderClientConfig(rows: ReadonlyMap<ClientConfigGroup, ClientCo
 }
 
 /**
- * `If-None-Match` against our tag with the weak comparison RFC 9110 §13.1.2 prescribes: any tag of
- * the list, `W/` ignored, `*` matches (there is always a current representation).
- */
-export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header === etag) return true;
-  for (const [whole, tag] of header.matchAll(/\*|(?:W\/)?("[^"]*")/g)) {
-    if (whole === '*' || tag === etag) return true;
-  }
-  return false;
-}
-
-/**
  * The rows in memory and each rendered view memoized, so a conditional GET costs a map lookup and a
  * string compare. A site-settings change on a `client.` key (or on any key, `undefined`: a listener
  * reconnect) drops both; the next request reloads once however many arrive together.

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { findClientWithApp } from '../credentials/oauth/repository.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
+import { ACCOUNT_CREDENTIAL_ERRCODES } from '../payment-channels/chan-a/open-platform.js';
 import { openOfficialAccount, type OpenedOfficialAccount } from '../hardware-sales/official-accounts.js';
 import { SealedSecretError, SecretsKeyMissingError, type SecretKeyRing } from '../secrets/key-ring.js';
 
@@ -120,8 +121,6 @@ export interface JsapiTicketCacheOptions {
 const MAX_LIFETIME_SECONDS = 7200;
 /** The ticket call's errcodes that blame the access token: get a new one and ask once more. */
 const ACCESS_TOKEN_ERRCODES = new Set([40001, 40014, 42001]);
-/** The token call's errcodes that blame the account (AppID, AppSecret, server IP whitelist): 503, not 500. */
-const CREDENTIAL_ERRCODES = new Set([40001, 40013, 40125, 40164, 41002, 41004]);
 const DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
@@ -229,7 +228,7 @@ export class JsapiTicketCache {
     const errcode = errcodeOf(answer);
     if (errcode !== 0 || typeof answer.access_token !== 'string' || answer.access_token === '') {
       const error = this.fault({ appId: account.appId, call: 'token', errcode, errmsg: errmsgOf(answer) });
-      throw CREDENTIAL_ERRCODES.has(errcode) ? jssdkNotConfigured() : error;
+      throw ACCOUNT_CREDENTIAL_ERRCODES.has(errcode) ? jssdkNotConfigured() : error;
     }
     return { value: answer.access_token, expiresIn: answer.expires_in };
   }

@@ -83,4 +83,16 @@ describe('If-Range and If-None-Match', () => {
     expect(contentRange(100, 199, 1000)).toBe('bytes 100-199/1000');
     expect(unsatisfiedRange(1000)).toBe('bytes */1000');
   });
+  it('ifNoneMatchHits (also the client config\'s): weak comparison over a list; W/ ignored; * matches; unquoted or other tags do not', () => {
+    const etag = '"abc"';
+    expect(ifNoneMatchHits('"abc"', etag)).toBe(true);
+    expect(ifNoneMatchHits('W/"abc"', etag)).toBe(true);
+    expect(ifNoneMatchHits('"x", W/"y" ,"abc"', etag)).toBe(true);
+    expect(ifNoneMatchHits('*', etag)).toBe(true);
+    expect(ifNoneMatchHits('"*"', etag)).toBe(false);
+    expect(ifNoneMatchHits('abc', etag)).toBe(false);
+    expect(ifNoneMatchHits('"abcd", "ab"', etag)).toBe(false);
+    expect(ifNoneMatchHits(undefined, etag)).toBe(false);
+    expect(ifNoneMatchHits('', etag)).toBe(false);
+  });
 });

@@ -6,6 +6,7 @@ import type { BillingProvider } from '../../../shared/db/types.js';
 import { AppError } from '../../../shared/errors.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
+import { keepRawBody } from '../../plugins/raw-body.js';
 
 const tags = ['billing'];
 /** chan_b's protocol requires exactly `success`; every other channel gets `SUCCESS` (CONTRACTS.md "Payment channels"). */
@@ -34,8 +35,7 @@ const isProvider = (value: string): value is BillingProvider => (billingProvider
 export const paymentWebhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useErrorEnvelope(app, 'payment');
   // The raw body, only in this scope: signatures cover the bytes as sent (JSON or a form).
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  keepRawBody(app);
 
   app.post('/webhook/:provider', {
     schema: {

@@ -9,6 +9,7 @@ import { chanAConfigOf, type ChanAConfig } from '../../../shared/payment-channel
 import { ChanAVerificationError, verifyChanANotification, type ChanANotification } from '../../../shared/payment-channels/chan-a/notifications.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
+import { keepRawBody } from '../../plugins/raw-body.js';
 
 const tags = ['hardware-sales'];
 const acknowledged = { code: 'SUCCESS' as const };
@@ -26,8 +27,7 @@ const fail = (reason: string) => new AppError(500, 'FAIL', reason);
 export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useErrorEnvelope(app, 'hardware-callback');
   // The raw body, only here: the signature covers the bytes as received, not a re-serialisation.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  keepRawBody(app);
 
 
   function verified(request: FastifyRequest): { config: ChanAConfig; notification: ChanANotification } {

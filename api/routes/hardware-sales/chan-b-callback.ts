@@ -11,6 +11,7 @@ import { parseShanghaiTime, yuanToCents } from '../../../shared/payment-channels
 import { formParams, verifyNotification } from '../../../shared/payment-channels/chan-b/signing.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
+import { keepRawBody } from '../../plugins/raw-body.js';
 
 const tags = ['hardware-sales'];
 /** chan_b's protocol: exactly `success`, or it retries (about 8 times in 25 h). */
@@ -32,8 +33,7 @@ const fail = (reason: string) => new AppError(500, 'FAIL', reason);
 export const chanBCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useErrorEnvelope(app, 'payment');
   // The raw body, only here: the form is parsed exactly as received (values as the channel sent them).
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  keepRawBody(app);
 
 
   function verified(request: FastifyRequest): { config: ChanBConfig; params: Record<string, string> } {

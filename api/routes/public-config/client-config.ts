@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  CLIENT_CONFIG_GROUPS, ClientConfigView, loadClientConfigRows, matchesIfNoneMatch, requestOrigin, selectGroups,
+  CLIENT_CONFIG_GROUPS, ClientConfigView, loadClientConfigRows, requestOrigin, selectGroups,
 } from '../../../shared/public-config/client-config.js';
+import { ifNoneMatchHits } from '../../../shared/storage/byte-ranges.js';
 import type { AppDeps } from '../../deps.js';
 import { publicError, useInternalErrorCode } from '../../plugins/public-envelope.js';
 
@@ -42,7 +43,7 @@ export const clientConfigRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     const groups = selectGroups(joined(request.query.groups));
     const { body, etag } = await view.get(groups, requestOrigin(request.protocol, request.host));
     reply.header('etag', etag).header('cache-control', 'no-cache').header('vary', VARY);
-    if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+    if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send();
     // Sent as the exact bytes the ETag was computed from (a string skips the serializer).
     return reply.type('application/json; charset=utf-8').send(body as unknown as z.infer<typeof clientConfigView>);
   });

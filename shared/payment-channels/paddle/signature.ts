@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual } from '../../crypto.js';
+import { singleHeader, type WebhookHeaders } from '../webhook-headers.js';
 
 // paddle's webhook signature (Paddle Billing, protocols.md "paddle"):
 //   Paddle-Signature: ts=<unix seconds>;h1=<hex HMAC-SHA256(secret, `${ts}:${rawBody}`)>
@@ -16,7 +17,7 @@ export class PaddleVerificationError extends Error {
   }
 }
 
-export type PaddleHeaders = Record<string, string | string[] | undefined>;
+export type PaddleHeaders = WebhookHeaders;
 
 export const PADDLE_SIGNATURE_HEADER = 'Paddle-Signature';
 
@@ -59,7 +60,7 @@ export function verifyPaddleWebhook(
   nowMs = Date.now(),
 ): { timestampSeconds: number } {
   const key = requireSecret(secret);
-  const value = header(headers, 'paddle-signature');
+  const value = singleHeader(headers, 'paddle-signature');
   if (value === undefined) throw new PaddleVerificationError('missing_header', 'Paddle-Signature is required');
   if (value === null) throw new PaddleVerificationError('malformed_header', 'Paddle-Signature appears more than once');
   const { timestamp, signatures } = parseSignatureHeader(value);
@@ -108,15 +109,4 @@ function requireSecret(secret: string): string {
   // An empty key would make every signature forgeable: a configuration error, not a refusal.
   if (secret.length === 0) throw new Error('the paddle webhook secret is empty');
   return secret;
-}
-
-/** Case-insensitive lookup: undefined when absent or empty, null when repeated (several values). */
-function header(headers: PaddleHeaders, lowerName: string): string | null | undefined {
-  for (const [name, value] of Object.entries(headers)) {
-    if (name.toLowerCase() !== lowerName) continue;
-    if (Array.isArray(value) && value.length > 1) return null;
-    const single = Array.isArray(value) ? value[0] : value;
-    return single?.trim() || undefined;
-  }
-  return undefined;
 }
