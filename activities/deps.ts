@@ -11,7 +11,7 @@ export interface ActivityDeps {
   db: Database;
   settings: SiteSettingsCache;
   /** The default model provider of `llm` blocks; DATA_DIR holds uploaded files (PDF inputs); payment channels. */
-  config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'DATA_DIR' | 'PUBLIC_BASE_URL' | ChanAEnvKey>;
+  config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'DATA_DIR' | 'PUBLIC_BASE_URL' | 'INTERNAL_API_URL' | 'PORT' | ChanAEnvKey>;
   /** Opens team LLM provider keys (shared/llm-providers); the decrypted key never leaves the activity. */
   secrets: SecretKeyRing;
 }

@@ -7,6 +7,8 @@ import { createAppRunActivities } from './app-runs/run-events.js';
 import { createPlatformActivities } from './platform/probes.js';
 import { createScheduledRunActivities } from './schedules/scheduled-run.js';
 import { createOrderSagaActivities } from './hardware-sales/order-saga.js';
+import { createConnectorActivities } from './connectors/polling.js';
+import { createGraphActivities } from './project-graph/graph-jobs.js';
 
 export type { ActivityDeps } from './deps.js';
 
@@ -21,6 +23,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createPdfInputActivities(deps),
     ...createScheduledRunActivities(deps),
     ...createOrderSagaActivities(deps),
+    ...createConnectorActivities(deps),
+    ...createGraphActivities(deps),
   };
 }
 

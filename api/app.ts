@@ -31,6 +31,7 @@ import { hardwareSalesRoutes } from './routes/hardware-sales/index.js';
 import { publicConfigRoutes } from './routes/public-config/index.js';
 import { billingRoutes } from './routes/billing/index.js';
 import { connectorRoutes } from './routes/connectors/index.js';
+import { projectGraphRoutes } from './routes/project-graph/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -72,6 +73,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(publicConfigRoutes, deps);
   await app.register(billingRoutes, deps);
   await app.register(connectorRoutes, deps);
+  await app.register(projectGraphRoutes, deps);
 }
 
 /**

@@ -39,6 +39,9 @@ import { workflowIds } from '../temporal/workflow-ids.js';
 import { bundleWorkflows } from '../worker/bundle.js';
 import { startChanAServer } from '../test/harness/chan-a-server.js';
 import { captureOrderSagas } from './capture/order-sagas.js';
+import { captureConnectorPoll, connectorFixtureNames } from './capture/connector-poll.js';
+import { findFreePort } from '../shared/ports.js';
+import { captureProjectGraph, graphFixtureNames } from './capture/project-graph.js';
 import { createWorkers } from '../worker/create-workers.js';
 
 const historiesDir = fileURLToPath(new URL('../test/replay/histories/', import.meta.url));
@@ -97,6 +100,8 @@ function scrubIdentities(value: unknown): unknown {
 const fixtureNames = [
   'app-run-pure', 'app-run-http', 'app-run-block-failure', 'app-run-timeout', 'scheduled-run-manual', 'app-run-scheduled-child', 'platform-probe',
   'hardware-order-delivered', 'hardware-order-refunded', 'hardware-order-expired',
+  ...graphFixtureNames,
+  ...connectorFixtureNames,
 ];
 const only = new Set(process.argv.slice(2));
 const unknown = [...only].filter((name) => !fixtureNames.includes(name));
@@ -142,8 +147,11 @@ try {
   // chan_a for the order sagas: the local server of the tests, with its own keys.
   const chanA = await startChanAServer();
   cleanups.push(() => chanA.close());
+  // The API listens here: the connector dispatcher of the workers calls it.
+  const apiPort = await findFreePort();
   const config = loadConfig({
     NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: path.join(workDir, 'data'), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, ...chanA.env,
+    INTERNAL_API_URL: `http://127.0.0.1:${apiPort}`,
   });
   await mkdir(config.DATA_DIR, { recursive: true });
   const deps = await connectAppDeps(config, { databaseUrl, temporalAddress: temporal.address }, say);
@@ -163,6 +171,7 @@ try {
   cleanups.push(() => workers.shutdown());
   const app = await buildApp(deps, { logger: false });
   cleanups.push(() => app.close());
+  await app.listen({ port: apiPort, host: '127.0.0.1' });
 
   // 127.0.0.1 target of the http blocks: /lookup answers JSON, /slow never answers.
   const target = http.createServer((req, res) => {
@@ -253,6 +262,10 @@ try {
   }
   if (fixtureNames.some((name) => name.startsWith('hardware-order-') && wanted(name))) {
     await captureOrderSagas({ db, app, client, chanA, jwt, wanted, save, settings: deps.settings });
+  }
+  if (graphFixtureNames.some(wanted)) await captureProjectGraph({ db, app, client, jwt, projectId: project.id, settings: deps.settings, wanted, save });
+  if (connectorFixtureNames.some(wanted)) {
+    await captureConnectorPoll({ db, app, client, jwt, projectId: project.id, settings: deps.settings, taskQueueSuffix: config.TEMPORAL_TASK_QUEUE_SUFFIX, wanted, save });
   }
   await cleanUp();
   say('done');

@@ -25,7 +25,7 @@ import { startWorkerProcess } from './dev/worker-process.js';
 
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const startedAt = performance.now();
-const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
+let config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
 await mkdir(config.DATA_DIR, { recursive: true });
 const runtime = runtimeFile(path.join(config.DATA_DIR, 'runtime.json'));
 
@@ -129,11 +129,15 @@ try {
   const deps = await connectAppDeps(config, { databaseUrl, temporalAddress }, say);
   cleanups.push({ name: 'API connections', run: () => deps.close() });
   const workflowBundle = await bundleWorkflows();
+  // Chosen before the workers start: they call the API (connector dispatch) at this port.
+  // PORT=0 asks for any free port: picked here, so the workers know it too.
+  const port = config.PORT !== 0 && (process.env.PORT || (await isPortFree(config.PORT))) ? config.PORT : await findFreePort();
+  config = { ...config, PORT: port };
   if (config.START_WORKER === 'process') {
     // The production entry in a child process, on a bundle made once here (restarts skip webpack).
     const bundlePath = path.join(config.DATA_DIR, 'workflow-bundle.js');
     await writeFile(bundlePath, workflowBundle.code);
-    const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.DATA_DIR, LOG_LEVEL: config.LOG_LEVEL, WORKFLOW_BUNDLE_PATH: bundlePath };
+    const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.DATA_DIR, LOG_LEVEL: config.LOG_LEVEL, WORKFLOW_BUNDLE_PATH: bundlePath, PORT: String(config.PORT) };
     // Its lines go out as `[worker] …`, beside ours (`[start] …`).
     const echo = (line: string) => process.stdout.write(`${line}\n`);
     await keepRunning('worker', 'worker', superviseChild('worker', () => startWorkerProcess(env, echo)));
@@ -147,9 +151,8 @@ try {
   }
   const app = await buildApp(deps);
   cleanups.push({ name: 'API', run: () => app.close() });
-  const port = (process.env.PORT || (await isPortFree(config.PORT))) ? config.PORT : await findFreePort();
   await app.listen({ port, host: config.HOST });
-  const { port: boundPort } = app.server.address() as AddressInfo; // PORT=0 asks for any free port
+  const { port: boundPort } = app.server.address() as AddressInfo;
   const apiUrl = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${boundPort}`;
 
   runtimeInfo = { pid: process.pid, apiUrl, databaseUrl, temporalAddress, demo: { apiKey: demo.apiKey, deploymentId: demo.deploymentId, teamId: demo.teamId } };

@@ -65,6 +65,11 @@ const envSchema = z.object({
   /** The service's public origin, used in the notify URLs sent to payment channels. */
   PUBLIC_BASE_URL: optionalString,
   /**
+   * Where workers reach the API (the connector dispatcher's `POST /api/connector-triggers/dispatch`);
+   * default `http://127.0.0.1:PORT` (`internalApiUrl`).
+   */
+  INTERNAL_API_URL: optionalString,
+  /**
    * Which peers may set `X-Forwarded-For` / `-Host` / `-Proto` (Fastify's `trustProxy`): `loopback`,
    * a comma list of
    * addresses or CIDRs, `true` (any peer: only behind a proxy that overwrites them) or `false`.
@@ -141,4 +146,9 @@ export function loadProductionConfigOrExit(): { config: Config; targets: { datab
     console.error(error.message);
     process.exit(2);
   }
+}
+
+/** The API as the service's own workers call it: INTERNAL_API_URL, else this machine's PORT. */
+export function internalApiUrl(config: Pick<Config, 'INTERNAL_API_URL' | 'PORT'>): string {
+  return (config.INTERNAL_API_URL ?? `http://127.0.0.1:${config.PORT}`).replace(/\/+$/, '');
 }

@@ -66,3 +66,19 @@ export const paymentChannelActivity: ActivityOptions = {
   scheduleToCloseTimeout: '30 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 };
+
+/**
+ * A connector poll: one IMAP session (30 s socket timeout) and the ledger write. Upstream trouble
+ * is the activity's answer, not its failure; a failure (the database, the worker) is retried
+ * without a cap on attempts, since the next poll would only do the same work.
+ */
+export const connectorPollActivity: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+};
+
+/** A connector dispatch: one token and one call to the API; the API down or answering 5xx is retried. */
+export const connectorDispatchActivity: ActivityOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+};

@@ -61,6 +61,11 @@ export function runSummary(appName: string, version: string): string {
   return `Run of "${oneLine(appName)}" ${/^v/i.test(v) ? v : `v${v}`}`;
 }
 
+/** `staticSummary` of a binding's polling workflow: `New mail → "Triage"`. */
+export function connectorPollSummary(appName: string): string {
+  return `New mail → "${oneLine(appName)}"`;
+}
+
 /** `staticSummary` of the runs a schedule starts: `Scheduled run of "nightly"`. */
 export function scheduledRunSummary(scheduleName: string): string {
   return `Scheduled run of "${oneLine(scheduleName)}"`;

@@ -12,4 +12,10 @@ export const workflowIds = {
   manualScheduledRun: (scheduleId: string, requestId: string) => `scheduled-run-${scheduleId}-manual-${requestId}`,
   /** The saga of a hardware order, by its order number (what the buyer and the operator hold). */
   hardwareOrder: (orderNo: string) => `hardware-order-${orderNo}`,
+  /** The polling of one connector binding, for as long as the binding lives. */
+  connectorPoll: (bindingId: string) => `connector-poll-${bindingId}`,
+  /** Ingestion of one hand-submitted graph episode (`POST …/graph/episodes`), by its job id. */
+  graphIngest: (jobId: string) => `graph-ingest-${jobId}`,
+  /** A memory generation build of a project; a Temporal Schedule appends its fire time. */
+  graphBuild: (buildId: string) => `graph-build-${buildId}`,
 } as const;

@@ -26,6 +26,7 @@ import { benchSchedules } from './schedules.js';
 import { benchClientConfig } from './client-config.js';
 import { benchDownloads } from './downloads.js';
 import { benchPaymentCallbacks } from './payment-callbacks.js';
+import { benchProjectGraph, runProjectGraphBenchAlone } from './project-graph.js';
 import { bundleWorkflows } from '../../worker/bundle.js';
 import { startWorkers } from '../../worker/start.js';
 
@@ -34,6 +35,11 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 
 // `npm run bench -- --only public-config` runs sections 1–3 and the public configuration ones, without the run path.
 const onlyPublicConfig = process.argv.includes('--only') && process.argv.includes('public-config');
+// `npm run bench -- --only project-graph`: the graph search section alone, on a PostgreSQL of its own.
+if (process.argv.includes('--only') && process.argv.includes('project-graph')) {
+  await runProjectGraphBenchAlone();
+  process.exit(0);
+}
 
 const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-'));
 await chmod(workDir, 0o755);
@@ -45,6 +51,7 @@ const rows: Comparison[] = [];
 const runRows: string[] = [];
 const orderRows: string[] = [];
 const downloadRows: string[] = [];
+const graphRows: string[] = [];
 try {
   const admin = createDb(postgres.url, { poolSize: 1 });
   await sql.raw('CREATE DATABASE bench').execute(admin);
@@ -95,6 +102,8 @@ try {
   // Payment callbacks (issue 22): verified callbacks per second against the bare signature check.
   rows.push(...(await benchPaymentCallbacks(deps)));
   if (!onlyPublicConfig) {
+    // Project graph (issue 24): verified search over 100,000 facts against an indexed SELECT of the same rows.
+    graphRows.push(...(await benchProjectGraph(deps.db)));
 
     // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the
     // worker runs in the API's process on the API's connection (runs start eagerly; the bench process
@@ -145,3 +154,4 @@ for (const row of runRows) console.log(row);
 console.log('\n| hardware orders | measured | baseline (same run) | ratio |\n|---|---|---|---|');
 for (const row of orderRows) console.log(row);
 if (downloadRows.length > 0) console.log(`\n${downloadRows.join('\n')}`);
+for (const row of graphRows) console.log(row);

@@ -27,6 +27,7 @@ import { firmwareCommands } from './firmware-commands.js';
 import { deviceCommands } from './device-commands.js';
 import { priceCommands } from './price-commands.js';
 import { connectorCommands } from './connector-commands.js';
+import { graphCommands } from './graph-commands.js';
 
 export interface CliContext {
   config: Config;
@@ -56,6 +57,7 @@ export const commands: Record<string, Command> = {
   ...deviceCommands,
   ...priceCommands,
   ...connectorCommands,
+  ...graphCommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });

@@ -17,16 +17,23 @@ export type CrossTeamRunCaller = {
 export type AgentRunCaller = { kind: 'agent'; bindingId: string; teamId: string; userId: string };
 /** A webhook trigger whose secret matched: the trigger's team pays. */
 export type WebhookRunCaller = { kind: 'webhook'; webhookId: string; teamId: string };
+/**
+ * A connector's dispatch of one mail (docs/connectors.md "Dispatch"): the binding was checked
+ * against its connection's owner and the document's team; the document's team pays.
+ */
+export type ConnectorRunCaller = {
+  kind: 'connector'; bindingId: string; connectionId: string; service: string; trigger: string; teamId: string; userId: string;
+};
 /** Nobody, on a release endpoint that needs no credential: the release's own key pays (spec §4.1 rule 5), if it has one. */
 export type AnonymousRunCaller = { kind: 'anonymous'; payer: PrincipalOf<'api-key'> | null };
 
 /** Who starts a run. Each kind has one access rule, one paying team and one `_trigger` (below). */
-export type RunCaller = CredentialRunCaller | WebhookRunCaller | CrossTeamRunCaller | AgentRunCaller | AnonymousRunCaller;
+export type RunCaller = CredentialRunCaller | WebhookRunCaller | ConnectorRunCaller | CrossTeamRunCaller | AgentRunCaller | AnonymousRunCaller;
 
 /**
  * May this caller run this deployment (spec §4.1 visibility table, release rule 4)? Public apps run
  * for everyone; a private app for its team's keys and agents, its publisher and team members, a
- * schedule token of exactly this deployment, a webhook trigger (bound to it on publish) and a
+ * schedule token of exactly this deployment, a webhook trigger (bound to it on publish), a connector binding of its document and a
  * cross-team binding (the grant is the point of the binding). An anonymous caller runs only public
  * apps, and only when the release has a key to pay with (401 otherwise, spec §4.1 rule 5).
  */
@@ -43,6 +50,7 @@ export async function assertMayRun(db: Database, deployment: DeploymentRow, call
   if (deployment.visibility === 'public') return;
   switch (caller.kind) {
     case 'webhook':
+    case 'connector':
     case 'cross-team':
       return;
     case 'api-key':
@@ -86,6 +94,7 @@ export function triggerOf(caller: RunCaller): { source: string } & Record<string
   switch (caller.kind) {
     case 'schedule': return { source: 'schedule', schedule_id: caller.scheduleId };
     case 'webhook': return { source: 'webhook', webhook_id: caller.webhookId };
+    case 'connector': return { source: 'connector', service: caller.service, trigger: caller.trigger, connection_id: caller.connectionId };
     case 'cross-team': return { source: 'cross-team', binding_id: caller.bindingId };
     default: return { source: 'api' };
   }

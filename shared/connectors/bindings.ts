@@ -6,6 +6,8 @@ import type { ConnectionStatus, ConnectorBindingsTable } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
 import { isTeamMember } from '../identity/team-access.js';
+import type { WorkflowStart } from '../workflow-starts/outbox.js';
+import { recordPollStart } from './poll-start.js';
 
 // A binding is a document's trigger on a connection (`connector-binding create`, docs/connectors.md
 // "Bindings"): polling follows it, and publishing the document needs its connection `active`
@@ -18,12 +20,15 @@ const MAX_POLL_SECONDS = 86_400;
 
 export interface CreateBindingInput { documentId: string; connectionId: string; trigger: string; pollSeconds?: number }
 
+export interface CreatedBinding { binding: BindingRow; pollStart: WorkflowStart }
+
 /**
  * Binds a document to a connection's trigger. Refused, with nothing written: a missing or deleted
  * document, a missing or revoked connection, a trigger its connector does not offer, an owner who
- * is not a member of the document's team, and a binding that already exists.
+ * is not a member of the document's team, and a binding that already exists. Its polling
+ * workflow's start is recorded with it (poll-start.ts): the caller starts it now if it can.
  */
-export async function createBinding(db: Database, input: CreateBindingInput): Promise<BindingRow> {
+export async function createBinding(db: Database, input: CreateBindingInput, options: { taskQueueSuffix?: string } = {}): Promise<CreatedBinding> {
   const { documentId, connectionId, trigger, pollSeconds } = input;
   if (pollSeconds !== undefined && (!Number.isInteger(pollSeconds) || pollSeconds < 1 || pollSeconds > MAX_POLL_SECONDS)) {
     throw new AppError(400, 'invalid_input', `pollSeconds: must be an integer from 1 to ${MAX_POLL_SECONDS}`, { field: 'pollSeconds' });
@@ -45,9 +50,10 @@ export async function createBinding(db: Database, input: CreateBindingInput): Pr
       if (!(await isTeamMember(trx, document.team_id, connection.user_id))) {
         throw new AppError(403, 'connection_not_in_team', "The connection's owner is not a member of the document's team");
       }
-      return trx.insertInto('connector_bindings').values({
+      const binding = await trx.insertInto('connector_bindings').values({
         id: newId(), document_id: document.id, connection_id: connection.id, trigger, poll_seconds: pollSeconds ?? null, created_by: connection.user_id,
       }).returningAll().executeTakeFirstOrThrow();
+      return { binding, pollStart: await recordPollStart(trx, binding, document, options.taskQueueSuffix) };
     });
   } catch (error) {
     if (isUniqueViolation(error)) throw new AppError(409, 'binding_exists', `Document ${documentId} is already bound to connection ${connectionId} for '${trigger}'`);

@@ -67,11 +67,16 @@ function watchFirstBytes(socket: Socket, onNotImap: () => void) {
  * of resolving the name again (a second lookup could answer another, unvetted address); the name
  * still serves TLS (SNI and the certificate check).
  */
-export async function probeImapAccount(credentials: ImapCredentials, options: { timeoutMs?: number; connectAddress?: string } = {}): Promise<ProbeResult> {
-  const timeoutMs = options.timeoutMs ?? IMAP_PROBE_TIMEOUT_MS;
+/**
+ * An imapflow client for an account. `connectAddress`: the address the SSRF guard vetted for
+ * `credentials.host`, connected to instead of resolving the name again (a second lookup could
+ * answer another, unvetted address); the name still serves TLS (SNI and the certificate check).
+ */
+export function imapClientFor(credentials: ImapCredentials, options: { timeoutMs: number; connectAddress?: string }): ImapFlow {
+  const { timeoutMs } = options;
   const pinned = options.connectAddress !== undefined && options.connectAddress !== credentials.host;
   const client = new ImapFlow({
-    host: pinned ? options.connectAddress : credentials.host,
+    host: pinned ? options.connectAddress! : credentials.host,
     ...(pinned && !isIP(credentials.host) ? { servername: credentials.host } : {}),
     port: credentials.port,
     secure: credentials.tls,
@@ -84,6 +89,13 @@ export async function probeImapAccount(credentials: ImapCredentials, options: { 
   });
   // An 'error' event without a listener would crash the process; the awaited calls report it.
   client.on('error', () => undefined);
+  return client;
+}
+
+/** Connects, authenticates and reads STATUS of INBOX; never throws for upstream trouble. */
+export async function probeImapAccount(credentials: ImapCredentials, options: { timeoutMs?: number; connectAddress?: string } = {}): Promise<ProbeResult> {
+  const timeoutMs = options.timeoutMs ?? IMAP_PROBE_TIMEOUT_MS;
+  const client = imapClientFor(credentials, { timeoutMs, connectAddress: options.connectAddress });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new ProbeTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);

@@ -1,6 +1,7 @@
 import { parseIp } from '../app-runs/ssrf-guard.js';
 import { AppError } from '../errors.js';
-import { probeImapAccount, type ProbeResult } from './imap-probe.js';
+import { probeImapAccount, type ImapCredentials, type ProbeResult } from './imap-probe.js';
+import { pollImapInbox, type InboxPoll, type MailboxCursor } from './imap-poll.js';
 
 // What each connector's code adds to its catalog row: rules on the credential values beyond
 // "every required field is a non-empty string", where its upstream lives (for the SSRF guard), and
@@ -16,6 +17,8 @@ export interface ConnectorService {
    * never throws for upstream trouble, and gives up on its own (10 s for IMAP).
    */
   probe(fields: Readonly<Record<string, string>>, connectAddress: string): Promise<ProbeResult>;
+  /** One poll for new mail after `cursor` (docs/connectors.md "Polling"); throws what the upstream threw. */
+  poll(fields: Readonly<Record<string, string>>, connectAddress: string, cursor: MailboxCursor | null): Promise<InboxPoll>;
 }
 
 const invalid = (message: string) => new AppError(400, 'invalid_body', message);
@@ -24,6 +27,10 @@ const invalid = (message: string) => new AppError(400, 'invalid_body', message);
 // make the guard's URL parse see another host than the one the probe connects to.
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$/;
 const bareHost = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
+
+const imapCredentials = (fields: Readonly<Record<string, string>>): ImapCredentials => ({
+  host: bareHost(fields.host!), port: Number(fields.port), tls: fields.tls === 'true', username: fields.username!, password: fields.password!,
+});
 
 export const imapMail: ConnectorService = {
   validate(fields) {
@@ -35,9 +42,8 @@ export const imapMail: ConnectorService = {
     if (fields.tls !== 'true' && fields.tls !== 'false') throw invalid('credentials.tls: expected "true" or "false"');
   },
   endpoint: (fields) => ({ host: bareHost(fields.host!), port: Number(fields.port) }),
-  probe: (fields, connectAddress) => probeImapAccount({
-    host: bareHost(fields.host!), port: Number(fields.port), tls: fields.tls === 'true', username: fields.username!, password: fields.password!,
-  }, { connectAddress }),
+  probe: (fields, connectAddress) => probeImapAccount(imapCredentials(fields), { connectAddress }),
+  poll: (fields, connectAddress, cursor) => pollImapInbox(imapCredentials(fields), { connectAddress, cursor }),
 };
 
 export const connectorServices: Readonly<Record<string, ConnectorService>> = { imap_mail: imapMail };

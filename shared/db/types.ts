@@ -643,6 +643,46 @@ export interface ConnectorBindingsTable {
   updated_at: Timestamp;
 }
 
+export interface ConnectorPollCursorsTable {
+  binding_id: string;
+  /** bigint: pg returns it as a string. */
+  uidvalidity: string | number;
+  last_uid: string | number;
+  updated_at: Timestamp;
+}
+
+export interface ConnectorEventsTable {
+  id: string;
+  connection_id: string;
+  uidvalidity: string | number;
+  uid: string | number;
+  message_id: string;
+  subject: string;
+  from_header: string;
+  to_header: string;
+  /** ISO 8601, or '' when the mail had no usable Date header. */
+  sent_at: string;
+  text_body: string;
+  created_at: Timestamp;
+}
+
+export type ConnectorDispatchStatus = 'pending' | 'dispatched' | 'dropped';
+
+export interface ConnectorDispatchesTable {
+  id: string;
+  event_id: string;
+  binding_id: string;
+  status: Defaulted<ConnectorDispatchStatus>;
+  lease_token_hash: string | null;
+  lease_expires_at: Date | null;
+  lease_deployment_id: string | null;
+  run_id: string | null;
+  attempts: Defaulted<number>;
+  last_outcome: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface ChanAOfficialAccountsTable {
   client_id: string;
   app_id: string;
@@ -744,6 +784,92 @@ export interface SmsOutboxTable {
   created_at: Timestamp;
 }
 
+/** Project graph memory (docs/project-graph.md). */
+export type GraphJobStatus = 'queued' | 'running' | 'completed' | 'failed';
+export type GraphGenerationStatus = 'building' | 'active' | 'retired';
+export type GraphSourceTable = 'documents' | 'deployments' | 'files';
+
+export interface GraphJobsTable {
+  id: string;
+  project_id: string;
+  kind: 'ingest' | 'build';
+  status: Defaulted<GraphJobStatus>;
+  input: Json;
+  result: ColumnType<unknown, string | null | undefined, string | null>;
+  error: string | null;
+  created_by: string | null;
+  created_at: Timestamp;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface GraphGenerationsTable {
+  id: string;
+  project_id: string;
+  status: Defaulted<GraphGenerationStatus>;
+  build_key: string;
+  sources: Defaulted<number>;
+  facts: Defaulted<number>;
+  created_at: Timestamp;
+  activated_at: NullableTimestamp;
+  retired_at: NullableTimestamp;
+}
+
+export interface GraphEpisodesTable {
+  id: string;
+  project_id: string;
+  generation_id: string | null;
+  job_id: string | null;
+  name: string;
+  content: string;
+  extractor: string;
+  created_at: Timestamp;
+}
+
+export interface GraphEntitiesTable {
+  id: string;
+  project_id: string;
+  generation_id: string | null;
+  episode_id: string;
+  name: string;
+  kind: string;
+  created_at: Timestamp;
+}
+
+export interface GraphFactsTable {
+  id: string;
+  project_id: string;
+  generation_id: string | null;
+  episode_id: string;
+  source_entity_id: string | null;
+  target_entity_id: string | null;
+  relation: string;
+  fact: string;
+  /** Generated from `fact`: never written. */
+  search: ColumnType<string, never, never>;
+  valid_at: Timestamp;
+  invalid_at: NullableTimestamp;
+  created_at: Timestamp;
+  expired_at: NullableTimestamp;
+  embedding: number[] | null;
+}
+
+export interface GraphArtifactsTable {
+  id: string;
+  generation_id: string;
+  source_type: 'database' | 'file';
+  source_table: GraphSourceTable;
+  source_id: string;
+  source_version_id: string;
+  locator: Json;
+}
+
+export interface GraphFactContributionsTable {
+  fact_id: string;
+  artifact_id: string;
+  contribution: string;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -797,9 +923,19 @@ export interface DB {
   billing_payment_methods: BillingPaymentMethodsTable;
   billing_orders: BillingOrdersTable;
   billing_payment_events: BillingPaymentEventsTable;
+  graph_jobs: GraphJobsTable;
+  graph_generations: GraphGenerationsTable;
+  graph_episodes: GraphEpisodesTable;
+  graph_entities: GraphEntitiesTable;
+  graph_facts: GraphFactsTable;
+  graph_artifacts: GraphArtifactsTable;
+  graph_fact_contributions: GraphFactContributionsTable;
   connectors: ConnectorsTable;
   connector_connections: ConnectorConnectionsTable;
   connector_bindings: ConnectorBindingsTable;
+  connector_poll_cursors: ConnectorPollCursorsTable;
+  connector_events: ConnectorEventsTable;
+  connector_dispatches: ConnectorDispatchesTable;
 }
 
 export type User = Selectable<UsersTable>;

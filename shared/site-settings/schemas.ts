@@ -98,10 +98,20 @@ export const siteSettingDefinitions = {
     schema: z.object({ open: z.boolean(), label: z.string().max(200).nullable() }).partial(),
     defaults: { open: false, label: null as string | null },
   },
+  /**
+   * Project graph (CONTRACTS.md "Project graph"): off by default, and every graph endpoint then
+   * answers 503. `extractor: llm` needs a `model` (and LLM_BASE_URL) to count as configured.
+   */
+  'graph.config': {
+    schema: z.object({ enabled: z.boolean(), extractor: z.enum(['builtin', 'llm']), model: z.string().min(1).max(200) }).partial(),
+    defaults: { enabled: false, extractor: 'builtin' as 'builtin' | 'llm', model: undefined as string | undefined },
+  },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
   /** Connectors (CONTRACTS.md "Connectors"): the default polling interval of a binding. */
   'connectors.poll_seconds': { schema: z.number().int().min(1).max(86_400), defaults: 60 },
   CONNECTOR_TEST_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 10 },
+  /** Runs one connector binding may start per minute (dispatch answers 429 above it; the dispatcher waits and retries). */
+  CONNECTOR_DISPATCH_RATE_LIMIT_PER_MINUTE: { schema: z.number().int().positive(), defaults: 600 },
 } as const;
 
 export type SiteSettingKey = keyof typeof siteSettingDefinitions;

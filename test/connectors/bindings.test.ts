@@ -143,9 +143,9 @@ describe('connector bindings and the publish check (spec §3.1; CONTRACTS.md "Co
       expect([refused.statusCode, refused.json().error]).toEqual([409, 'connection_not_active']);
       expect(refused.json().message).toContain('2 trigger binding(s) of this document use 2 connection(s)');
 
-      await stack.db.updateTable('connector_bindings').set({ enabled: false }).where('document_id', '=', documentId).where('id', '<>', first.id).execute();
+      await stack.db.updateTable('connector_bindings').set({ enabled: false }).where('document_id', '=', documentId).where('id', '<>', first.binding.id).execute();
       expect((await publish(documentId)).statusCode).toBe(409);
-      await stack.db.updateTable('connector_bindings').set({ enabled: false }).where('id', '=', first.id).execute();
+      await stack.db.updateTable('connector_bindings').set({ enabled: false }).where('id', '=', first.binding.id).execute();
       const published = await publish(documentId);
       expect(published.statusCode, published.body).toBe(201);
       expect((await deploymentsOf(documentId)).length).toBe(1);

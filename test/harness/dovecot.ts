@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { appendFile, chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, chown, mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -19,6 +19,10 @@ export interface Dovecot {
   users: { add(user: string, password: string): Promise<void> };
   /** Appends one RFC 822 message to the user's INBOX through IMAP APPEND. */
   appendMessage(user: string, rfc822: string): Promise<void>;
+  /** Appends several in one session, in order. */
+  appendMessages(user: string, messages: readonly string[]): Promise<void>;
+  /** Deletes the user's whole mailbox (mail, UID list) while stopped: the INBOX comes back with a new UIDVALIDITY. */
+  recreateMailbox(user: string): Promise<void>;
   stop(): Promise<void>;
   /** Stops the server and starts it again on the same port with the same users and mail. */
   restart(): Promise<void>;
@@ -141,6 +145,18 @@ export async function startDovecot(): Promise<Dovecot> {
     current.kill('SIGTERM');
   });
 
+  const appendAll = async (user: string, messages: readonly string[]) => {
+    const password = passwords.get(user);
+    if (password === undefined) throw new Error(`no test dovecot user ${user}`);
+    const client = new ImapFlow({ host: '127.0.0.1', port, secure: false, auth: { user, pass: password }, logger: false });
+    await client.connect();
+    try {
+      for (const rfc822 of messages) await client.append('INBOX', rfc822);
+    } finally {
+      await client.logout();
+    }
+  };
+
   await start();
 
   return {
@@ -150,20 +166,35 @@ export async function startDovecot(): Promise<Dovecot> {
       async add(user, password) {
         if (/[:\s]/.test(user) || /[:\n]/.test(password)) throw new Error('user names and passwords of the test dovecot cannot hold ":" or new lines');
         passwords.set(user, password);
-        // dovecot re-reads the passwd-file when it changes: no reload needed.
+        // dovecot re-reads the passwd-file when its mtime changes: no reload needed, but a second
+        // change within the same second may go unseen, so the file is touched until the login works.
         await appendFile(passwd, `${user}:{PLAIN}${password}::::::\n`);
+        for (let tries = 0; ; tries += 1) {
+          const client = new ImapFlow({ host: '127.0.0.1', port, secure: false, auth: { user, pass: password }, logger: false });
+          client.on('error', () => undefined);
+          const ok = await client.connect().then(() => true, () => false);
+          if (ok) {
+            await client.logout().catch(() => undefined);
+            return;
+          }
+          client.close();
+          if (tries >= 10) throw new Error(`the test dovecot does not accept the new user ${user}`);
+          await new Promise((resolve) => setTimeout(resolve, 1_100));
+          const now = new Date();
+          await utimes(passwd, now, now);
+        }
       },
     },
     async appendMessage(user, rfc822) {
-      const password = passwords.get(user);
-      if (password === undefined) throw new Error(`no test dovecot user ${user}`);
-      const client = new ImapFlow({ host: '127.0.0.1', port, secure: false, auth: { user, pass: password }, logger: false });
-      await client.connect();
-      try {
-        await client.append('INBOX', rfc822);
-      } finally {
-        await client.logout();
-      }
+      await appendAll(user, [rfc822]);
+    },
+    async appendMessages(user, messages) {
+      await appendAll(user, messages);
+    },
+    async recreateMailbox(user) {
+      await stop();
+      await rm(path.join(dir, 'mail', user), { recursive: true, force: true });
+      await start();
     },
     async stop() {
       await stop();

@@ -16,6 +16,8 @@ import * as hardwarePay from './2026_11_24_0014_hardware_pay.js';
 import * as publicConfig from './2026_11_24_0015_public_config.js';
 import * as billingPayments from './2026_11_24_0016_billing_payments.js';
 import * as connectors from './2026_11_24_0017_connectors.js';
+import * as connectorPolling from './2026_11_24_0018_connector_polling.js';
+import * as projectGraph from './2026_11_24_0019_project_graph.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -39,4 +41,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0015_public_config': publicConfig,
   '2026_11_24_0016_billing_payments': billingPayments,
   '2026_11_24_0017_connectors': connectors,
+  '2026_11_24_0018_connector_polling': connectorPolling,
+  '2026_11_24_0019_project_graph': projectGraph,
 };

@@ -1,0 +1,64 @@
+import { Context } from '@temporalio/activity';
+import { readGraphConfig } from '../../shared/project-graph/config.js';
+import { buildGeneration } from '../../shared/project-graph/build.js';
+import type { GraphBuildResult, GraphIngestInput, GraphIngestOutcome } from '../../shared/project-graph/contracts.js';
+import { extractEpisode, type Extraction } from '../../shared/project-graph/extract.js';
+import { completeIngestJob, failJob, markJobRunning, type EpisodeInput } from '../../shared/project-graph/jobs.js';
+import { ExtractionRefused, extractWithLlm } from '../../shared/project-graph/llm-extract.js';
+import { createFileStore } from '../../shared/storage/index.js';
+import type { ActivityDeps } from '../deps.js';
+
+/** The activity's cancellation signal, or undefined outside Temporal (tests calling the function). */
+function cancellationSignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Activities of the graph workflows (workflows/project-graph/). Each is idempotent: a worker killed
+ * mid-activity makes Temporal run it again on another worker, which finds the job where the first left it.
+ */
+export function createGraphActivities({ db, settings, config }: Pick<ActivityDeps, 'db' | 'settings' | 'config'>) {
+  return {
+    async startGraphIngest(input: GraphIngestInput): Promise<{ found: boolean }> {
+      return { found: (await markJobRunning(db, input.jobId)) !== undefined };
+    },
+
+    /** Extracts (built-in, or the configured model) and writes the episode; a refusal is an outcome, not a retry. */
+    async ingestGraphEpisode(input: GraphIngestInput): Promise<GraphIngestOutcome> {
+      const job = await markJobRunning(db, input.jobId);
+      if (!job) return { ok: false, error: 'Graph job not found' };
+      if (job.status === 'completed') return { ok: true, result: job.result as Awaited<ReturnType<typeof completeIngestJob>> };
+      if (job.status === 'failed') return { ok: false, error: job.error ?? 'failed' };
+      // Fails closed: a job accepted just before the feature was turned off does not run.
+      const graph = await readGraphConfig(settings, config);
+      if (graph.state !== 'ready') return { ok: false, error: `The project graph is ${graph.state === 'off' ? 'turned off' : 'not fully configured'}` };
+      const episode = job.input as EpisodeInput;
+      const name = episode.name ?? `Episode ${job.id}`;
+      let extraction: Extraction;
+      try {
+        extraction = graph.extractor === 'llm'
+          ? await extractWithLlm({ baseUrl: config.LLM_BASE_URL!, apiKey: config.LLM_API_KEY, model: graph.model!, signal: cancellationSignal() }, { name, content: episode.content })
+          : extractEpisode(name, episode.content);
+      } catch (error) {
+        if (error instanceof ExtractionRefused) return { ok: false, error: error.message };
+        throw error;
+      }
+      if (extraction.facts.length === 0) return { ok: false, error: 'The episode yielded no facts' };
+      const result = await completeIngestJob(db, job, { name, content: episode.content, extractor: graph.extractor }, extraction);
+      return { ok: true, result };
+    },
+
+    async failGraphJob(input: { jobId: string; error: string }): Promise<void> {
+      await failJob(db, input.jobId, input.error);
+    },
+
+    /** Builds and activates a memory generation; `buildKey` makes a retried build return the first one's generation. */
+    async buildGraphGeneration(input: { projectId: string; buildKey: string }): Promise<GraphBuildResult> {
+      return buildGeneration(db, { projectId: input.projectId, buildKey: input.buildKey, store: createFileStore(config) });
+    },
+  };
+}

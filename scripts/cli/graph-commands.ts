@@ -1,0 +1,18 @@
+import { findActiveProject } from '../../shared/identity/repository.js';
+import { newId } from '../../shared/ids.js';
+import { buildGeneration } from '../../shared/project-graph/build.js';
+import { createFileStore } from '../../shared/storage/index.js';
+import type { Command } from './commands.js';
+import { CliError, readFlags, uuidFlag } from './flags.js';
+
+/** graph build: a memory generation of the project's sources, made the active one (CONTRACTS.md "Project graph"). */
+export const graphCommands: Record<string, Command> = {
+  'graph build': async (flags, ctx) => {
+    const f = readFlags(flags, { project: uuidFlag });
+    if (!(await findActiveProject(ctx.db(), f.project))) throw new CliError('not_found', `Project ${f.project} does not exist`);
+    // Built here, not through a worker: the operator sees the generation when the command returns.
+    // Works whether or not graph.config is on, so memory can be ready before the feature opens.
+    const { generationId, facts } = await buildGeneration(ctx.db(), { projectId: f.project, buildKey: `cli:${newId()}`, store: createFileStore(ctx.config) });
+    return { generationId, facts };
+  },
+};

@@ -1,0 +1,33 @@
+import type { Config } from '../config.js';
+import type { SiteSettingsCache } from '../site-settings/cache.js';
+import { graphErrors } from './errors.js';
+
+// The switch and configuration of the graph (site setting `graph.config`). Off or incomplete means
+// every graph endpoint fails closed with the same 503.
+
+export type GraphConfigState = 'off' | 'incomplete' | 'ready';
+
+export interface GraphConfig {
+  state: GraphConfigState;
+  extractor: 'builtin' | 'llm';
+  /** Only with `extractor: llm`. */
+  model: string | null;
+}
+
+/** `extractor: llm` needs a model and a provider to call (LLM_BASE_URL); the built-in one needs nothing. */
+export async function readGraphConfig(settings: SiteSettingsCache, config: Pick<Config, 'LLM_BASE_URL'>): Promise<GraphConfig> {
+  const setting = await settings.get('graph.config');
+  const extractor = setting.extractor === 'llm' ? 'llm' : 'builtin';
+  const model = setting.model ?? null;
+  if (!setting.enabled) return { state: 'off', extractor, model };
+  const complete = extractor === 'builtin' || (model !== null && Boolean(config.LLM_BASE_URL));
+  return { state: complete ? 'ready' : 'incomplete', extractor, model };
+}
+
+/** The configuration, or the stable 503 when the feature is off or incomplete. */
+export async function requireGraphReady(settings: SiteSettingsCache, config: Pick<Config, 'LLM_BASE_URL'>): Promise<GraphConfig> {
+  const graph = await readGraphConfig(settings, config);
+  if (graph.state === 'off') throw graphErrors.off();
+  if (graph.state === 'incomplete') throw graphErrors.incomplete();
+  return graph;
+}
