@@ -283,6 +283,7 @@ describe('project graph API (spec §4.5, §7.4; CONTRACTS.md "Project graph")', 
         const response = await search({ query: 'axolotl' });
         expect(response.statusCode).toBe(503);
         expect(response.json()).toEqual({ error: 'graph_unavailable', message: 'The graph store is unavailable; retry shortly' });
+        expect(response.headers['retry-after']).toBe('5');
       } finally {
         await sql`ALTER FUNCTION graph_version_uuid_away(text) RENAME TO graph_version_uuid`.execute(stack.db);
       }
