@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createProject } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { startFakeLlm, type FakeLlm } from '../app-runs/llm-server.js';
@@ -13,6 +14,7 @@ describe('graph-ingest workflow (spec §4.5; docs/project-graph.md)', () => {
   let llm: FakeLlm;
   let projectId: string;
   let jwt: string;
+  let child: ChildProcess | undefined;
 
   const submit = async (body: Record<string, unknown>) => {
     const response = await stack.app.inject({ method: 'POST', url: `/projects/${projectId}/graph/episodes`, headers: { authorization: `Bearer ${jwt}` }, payload: body });
@@ -40,6 +42,7 @@ describe('graph-ingest workflow (spec §4.5; docs/project-graph.md)', () => {
     jwt = await make.jwt(owner.id);
   });
   afterAll(async () => {
+    child?.kill('SIGKILL');
     await stack?.close();
     await llm?.close();
   });
@@ -102,6 +105,51 @@ describe('graph-ingest workflow (spec §4.5; docs/project-graph.md)', () => {
       await second.shutdown();
     }
   }, 90_000);
+
+  it('a job whose worker process is SIGKILLed mid-extraction completes on the next worker, with one episode', async () => {
+    await setGraph({ enabled: true, extractor: 'llm', model: 'graph-model' });
+    llm.configure({ stall: 'headers' });
+    // The first worker is a real process running the production entry, so it can really be killed.
+    child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+      env: { ...stack.env, WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath') }, stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child!.once('exit', resolve));
+    const requestsBefore = llm.requests.length;
+    const jobId = await submit({ content: 'Grace Hopper wrote the first compiler in 1952.' });
+    // The child is inside the extraction: the job is running and the model server has its request (left unanswered).
+    await until(async () => (await job(jobId)).status === 'running' && llm.requests.length > requestsBefore, 60_000, 'the child worker to start the extraction');
+    child.kill('SIGKILL');
+    await exited;
+    const killedAt = Date.now();
+    expect((await job(jobId)).status).toBe('running');
+
+    llm.configure({
+      text: JSON.stringify({
+        entities: [{ name: 'Grace Hopper', kind: 'person' }, { name: 'A-0 compiler', kind: 'thing' }],
+        facts: [{ fact: 'Grace Hopper wrote the first compiler.', relation: 'wrote', source: 'Grace Hopper', target: 'A-0 compiler', valid_at: '1952-01-01T00:00:00Z', invalid_at: null }],
+      }),
+    });
+    const next = await stack.startWorker();
+    try {
+      const done = await settled(jobId);
+      expect(done).toMatchObject({ status: 'completed', result: { entities: 2, facts: 1 } });
+      // Noticed by the heartbeat timeout (10 s), not the 3-minute start-to-close timeout.
+      expect(Date.now() - killedAt).toBeLessThan(60_000);
+      // The killed attempt's request, then the next attempt's.
+      expect(llm.requests.length - requestsBefore).toBeGreaterThanOrEqual(2);
+      const episodes = await stack.db.selectFrom('graph_episodes').select('id').where('job_id', '=', jobId).execute();
+      expect(episodes).toEqual([{ id: done.result.episodeId }]);
+      const facts = await stack.db.selectFrom('graph_facts').selectAll().where('episode_id', '=', done.result.episodeId).execute();
+      expect(facts).toHaveLength(1);
+      expect(facts[0]).toMatchObject({ fact: 'Grace Hopper wrote the first compiler.', relation: 'wrote', generation_id: null });
+      expect(facts[0]!.valid_at.toISOString()).toBe('1952-01-01T00:00:00.000Z');
+      expect(facts[0]!.source_entity_id).not.toBeNull();
+      const entities = await stack.db.selectFrom('graph_entities').select('name').where('episode_id', '=', done.result.episodeId).execute();
+      expect(entities.map((e) => e.name)).toEqual(expect.arrayContaining(['Grace Hopper', 'A-0 compiler']));
+    } finally {
+      await next.shutdown();
+    }
+  }, 120_000);
 
   it('fails the job, with the reason, when the model does not answer the graph format', async () => {
     await setGraph({ enabled: true, extractor: 'llm', model: 'graph-model' });

@@ -7,11 +7,13 @@ const { startGraphIngest, failGraphJob } = proxyActivities<Activities>(databaseA
 
 /**
  * Extraction may call a model: minutes per attempt, retried through provider and database outages
- * for half an hour. A worker killed mid-extraction is noticed by the start-to-close timeout and the
+ * for half an hour. The activity heartbeats every few seconds, so a worker killed mid-extraction is
+ * noticed by the heartbeat timeout (seconds, not the 3-minute start-to-close timeout) and the
  * activity runs again elsewhere (it is idempotent: the job row says what is done).
  */
 const extractionActivity: ActivityOptions = {
   startToCloseTimeout: '3 minutes',
+  heartbeatTimeout: '10 seconds',
   scheduleToCloseTimeout: '30 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 };
