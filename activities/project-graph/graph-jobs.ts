@@ -1,6 +1,9 @@
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { LlmError } from '../../shared/app-runs/llm-client.js';
 import { readGraphConfig } from '../../shared/project-graph/config.js';
 import { buildGeneration } from '../../shared/project-graph/build.js';
+import { embedFacts, graphEmbedder } from '../../shared/project-graph/embeddings.js';
 import type { GraphBuildResult, GraphIngestInput, GraphIngestOutcome } from '../../shared/project-graph/contracts.js';
 import { extractEpisode, type Extraction } from '../../shared/project-graph/extract.js';
 import { completeIngestJob, failJob, markJobRunning, type EpisodeInput } from '../../shared/project-graph/jobs.js';
@@ -46,7 +49,17 @@ export function createGraphActivities({ db, settings, config }: Pick<ActivityDep
       throw error;
     }
     if (extraction.facts.length === 0) return { ok: false, error: 'The episode yielded no facts' };
-    const result = await completeIngestJob(db, job, { name, content: episode.content, extractor: graph.extractor }, extraction);
+    // With an embedding model, the facts are written with their vectors or not at all: a provider
+    // refusal (4xx: unknown model, bad key) fails the job with the reason; a passing failure is
+    // thrown, and the activity is retried (the extraction with it) within the workflow's 30 minutes.
+    let embeddings: number[][] | null;
+    try {
+      embeddings = await embedFacts(graphEmbedder(graph, config), extraction.facts, signal);
+    } catch (error) {
+      if (error instanceof LlmError && !error.retryable) return { ok: false, error: error.message };
+      throw error;
+    }
+    const result = await completeIngestJob(db, job, { name, content: episode.content, extractor: graph.extractor }, extraction, embeddings);
     return { ok: true, result };
   }
 
@@ -75,9 +88,21 @@ export function createGraphActivities({ db, settings, config }: Pick<ActivityDep
       await failJob(db, input.jobId, input.error);
     },
 
-    /** Builds and activates a memory generation; `buildKey` makes a retried build return the first one's generation. */
+    /**
+     * Builds and activates a memory generation; `buildKey` makes a retried build return the first
+     * one's generation. With graph.config `embeddingModel`, its facts are embedded: a passing
+     * provider failure is retried with the activity, a refusal (4xx) fails the build at once.
+     */
     async buildGraphGeneration(input: { projectId: string; buildKey: string }): Promise<GraphBuildResult> {
-      return buildGeneration(db, { projectId: input.projectId, buildKey: input.buildKey, store: createFileStore(config) });
+      const embedder = graphEmbedder(await readGraphConfig(settings, config), config);
+      try {
+        return await buildGeneration(db, {
+          projectId: input.projectId, buildKey: input.buildKey, store: createFileStore(config), embedder, signal: activityContext()?.cancellationSignal,
+        });
+      } catch (error) {
+        if (error instanceof LlmError && !error.retryable) throw ApplicationFailure.nonRetryable(error.message, 'GraphEmbeddingsRejected');
+        throw error;
+      }
     },
   };
 }

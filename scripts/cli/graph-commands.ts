@@ -1,6 +1,9 @@
 import { findActiveProject } from '../../shared/identity/repository.js';
 import { newId } from '../../shared/ids.js';
 import { buildGeneration } from '../../shared/project-graph/build.js';
+import { readGraphConfig } from '../../shared/project-graph/config.js';
+import { graphEmbedder } from '../../shared/project-graph/embeddings.js';
+import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createFileStore } from '../../shared/storage/index.js';
 import type { Command } from './commands.js';
 import { CliError, readFlags, uuidFlag } from './flags.js';
@@ -12,7 +15,9 @@ export const graphCommands: Record<string, Command> = {
     if (!(await findActiveProject(ctx.db(), f.project))) throw new CliError('not_found', `Project ${f.project} does not exist`);
     // Built here, not through a worker: the operator sees the generation when the command returns.
     // Works whether or not graph.config is on, so memory can be ready before the feature opens.
-    const { generationId, facts } = await buildGeneration(ctx.db(), { projectId: f.project, buildKey: `cli:${newId()}`, store: createFileStore(ctx.config) });
+    // With graph.config `embeddingModel` (and LLM_BASE_URL), the facts are embedded; a failing provider fails the command.
+    const embedder = graphEmbedder(await readGraphConfig(new SiteSettingsCache(ctx.db()), ctx.config), ctx.config);
+    const { generationId, facts } = await buildGeneration(ctx.db(), { projectId: f.project, buildKey: `cli:${newId()}`, store: createFileStore(ctx.config), embedder });
     return { generationId, facts };
   },
 };

@@ -813,6 +813,8 @@ export interface GraphGenerationsTable {
   created_at: Timestamp;
   activated_at: NullableTimestamp;
   retired_at: NullableTimestamp;
+  /** The model that embedded the generation's facts; null: none (migration 0020). */
+  embedding_model: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GraphEpisodesTable {

@@ -2,6 +2,7 @@ import type { Database } from '../db/client.js';
 import type { GraphSourceTable } from '../db/types.js';
 import { newId } from '../ids.js';
 import type { FileStore } from '../storage/file-store.js';
+import { embedFacts, type Embedder } from './embeddings.js';
 import { describeDeployment, describeDocument, describeFile, type ExtractedFact } from './extract.js';
 import type { GraphBuildResult } from './contracts.js';
 import { deploymentVersion, documentVersion, fileVersion } from './source-versions.js';
@@ -79,8 +80,13 @@ async function readText(store: FileStore, key: string): Promise<string | null> {
 /**
  * Builds and activates a generation. `buildKey` names the request (`cli:<uuid>`, a workflow run):
  * asked twice (a retried activity), the second call returns the generation the first one built.
+ * With an `embedder` (graph.config `embeddingModel`), every fact is embedded before anything is
+ * written; a failing embeddings call fails the build (an `LlmError` naming the model) and the
+ * previous generation stays active.
  */
-export async function buildGeneration(db: Database, input: { projectId: string; buildKey: string; store: FileStore | null }): Promise<GraphBuildResult> {
+export async function buildGeneration(
+  db: Database, input: { projectId: string; buildKey: string; store: FileStore | null; embedder?: Embedder | null; signal?: AbortSignal },
+): Promise<GraphBuildResult> {
   const existing = await findBuild(db, input.buildKey);
   if (existing) return existing;
   // Read outside the write transaction: a source that changes meanwhile keeps the version read here,
@@ -90,6 +96,9 @@ export async function buildGeneration(db: Database, input: { projectId: string; 
     ...(await readDeployments(db, input.projectId)),
     ...(await readFiles(db, input.store, input.projectId)),
   ];
+  // Outside the transaction too: a provider call must not hold the project's lock.
+  const embedder = input.embedder ?? null;
+  const embeddings = await embedFacts(embedder, sources.map((s) => s.fact), input.signal);
   return db.transaction().execute(async (trx) => {
     // One build of a project at a time: the later one becomes the active generation.
     const project = await trx.selectFrom('projects').select('id').where('id', '=', input.projectId).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
@@ -98,10 +107,13 @@ export async function buildGeneration(db: Database, input: { projectId: string; 
     if (again) return again;
     const now = new Date();
     const generationId = newId();
-    await trx.insertInto('graph_generations').values({ id: generationId, project_id: input.projectId, build_key: input.buildKey, status: 'building', created_at: now }).execute();
+    await trx.insertInto('graph_generations').values({
+      id: generationId, project_id: input.projectId, build_key: input.buildKey, status: 'building', created_at: now,
+      embedding_model: embeddings && embedder ? embedder.model : null,
+    }).execute();
     const written = await writeEpisode(trx, {
       projectId: input.projectId, generationId, jobId: null, name: `Memory generation ${generationId}`,
-      content: sources.map((s) => `${s.table}/${s.id}@${s.versionId}`).join('\n'), extractor: 'builtin', now,
+      content: sources.map((s) => `${s.table}/${s.id}@${s.versionId}`).join('\n'), extractor: 'builtin', now, embeddings,
     }, { entities: [], facts: sources.map((s) => s.fact) });
 
     const artifacts = sources.map((s) => ({

@@ -10,8 +10,14 @@ export type GraphConfigState = 'off' | 'incomplete' | 'ready';
 export interface GraphConfig {
   state: GraphConfigState;
   extractor: 'builtin' | 'llm';
-  /** Only with `extractor: llm`. */
+  /** The extractor's chat model; only with `extractor: llm`. */
   model: string | null;
+  /**
+   * The embedding model (a different thing from `model`): facts and queries are embedded with it
+   * when it is set AND LLM_BASE_URL is configured; null otherwise, and search ranks by text only.
+   * It never makes the configuration incomplete: without it everything works as before.
+   */
+  embeddingModel: string | null;
 }
 
 /** `extractor: llm` needs a model and a provider to call (LLM_BASE_URL); the built-in one needs nothing. */
@@ -19,9 +25,10 @@ export async function readGraphConfig(settings: SiteSettingsCache, config: Pick<
   const setting = await settings.get('graph.config');
   const extractor = setting.extractor === 'llm' ? 'llm' : 'builtin';
   const model = setting.model ?? null;
-  if (!setting.enabled) return { state: 'off', extractor, model };
+  const embeddingModel = setting.embeddingModel && config.LLM_BASE_URL ? setting.embeddingModel : null;
+  if (!setting.enabled) return { state: 'off', extractor, model, embeddingModel };
   const complete = extractor === 'builtin' || (model !== null && Boolean(config.LLM_BASE_URL));
-  return { state: complete ? 'ready' : 'incomplete', extractor, model };
+  return { state: complete ? 'ready' : 'incomplete', extractor, model, embeddingModel };
 }
 
 /** The configuration, or the stable 503 when the feature is off or incomplete. */

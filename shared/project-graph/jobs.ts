@@ -57,18 +57,20 @@ export async function markJobRunning(db: Database, jobId: string): Promise<Graph
 }
 
 /**
- * Writes the episode and completes the job in one transaction. Idempotent: an activity retried after
+ * Writes the episode (with its facts' `embeddings`, computed beforehand, when a model is configured)
+ * and completes the job in one transaction. Idempotent: an activity retried after
  * its commit (the worker died before reporting) finds the job completed and returns its result.
  */
 export async function completeIngestJob(
   db: Database, job: GraphJobRow, episode: { name: string; content: string; extractor: string }, extraction: Extraction,
+  embeddings: number[][] | null = null,
 ): Promise<GraphIngestResult> {
   return db.transaction().execute(async (trx) => {
     const locked = await trx.selectFrom('graph_jobs').select(['status', 'result']).where('id', '=', job.id).forUpdate().executeTakeFirstOrThrow();
     if (locked.status === 'completed') return locked.result as GraphIngestResult;
     const written = await writeEpisode(trx, {
       projectId: job.project_id, generationId: null, jobId: job.id, name: episode.name, content: episode.content,
-      extractor: episode.extractor, now: new Date(),
+      extractor: episode.extractor, now: new Date(), embeddings,
     }, extraction);
     const result: GraphIngestResult = { episodeId: written.episodeId, entities: written.entities, facts: written.facts.length };
     await trx.updateTable('graph_jobs').set({ status: 'completed', result: JSON.stringify(result), error: null, finished_at: new Date() })

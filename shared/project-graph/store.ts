@@ -5,7 +5,10 @@ import type { Extraction } from './extract.js';
 // Writes of Graphiti's model (episode → entities → facts), shared by hand ingestion and the
 // generation build. Kysely queries only; callers pass their transaction.
 
-/** Rows per INSERT: well below PostgreSQL's 65,535 parameters at ~12 columns a row. */
+/**
+ * Rows per INSERT: well below PostgreSQL's 65,535 parameters at ~13 columns a row (an embedding is
+ * one array parameter).
+ */
 const BATCH = 1_000;
 
 export interface EpisodeScope {
@@ -17,6 +20,8 @@ export interface EpisodeScope {
   content: string;
   extractor: string;
   now: Date;
+  /** One vector per extracted fact (same order), when an embedding model is configured; else the facts' `embedding` stays null. */
+  embeddings?: number[][] | null;
 }
 
 /** A written fact and the index of the extracted fact it came from (to attach provenance). */
@@ -24,6 +29,9 @@ export interface WrittenFact { id: string; index: number }
 
 /** Inserts the episode, its entities (deduplicated by name) and facts; returns the episode id and the facts. */
 export async function writeEpisode(trx: Database, scope: EpisodeScope, extraction: Extraction): Promise<{ episodeId: string; entities: number; facts: WrittenFact[] }> {
+  if (scope.embeddings && scope.embeddings.length !== extraction.facts.length) {
+    throw new Error(`${scope.embeddings.length} embeddings for ${extraction.facts.length} facts`);
+  }
   const episodeId = newId();
   await trx.insertInto('graph_episodes').values({
     id: episodeId, project_id: scope.projectId, generation_id: scope.generationId, job_id: scope.jobId,
@@ -52,6 +60,7 @@ export async function writeEpisode(trx: Database, scope: EpisodeScope, extractio
       relation: f.relation, fact: f.fact,
       // World time: when the text says; otherwise true from the moment we learnt it.
       valid_at: f.validAt ?? scope.now, invalid_at: f.invalidAt ?? null, created_at: scope.now, expired_at: null,
+      embedding: scope.embeddings?.[index] ?? null,
     };
   });
   for (let i = 0; i < factRows.length; i += BATCH) await trx.insertInto('graph_facts').values(factRows.slice(i, i + BATCH)).execute();

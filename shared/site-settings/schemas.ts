@@ -101,10 +101,13 @@ export const siteSettingDefinitions = {
   /**
    * Project graph (CONTRACTS.md "Project graph"): off by default, and every graph endpoint then
    * answers 503. `extractor: llm` needs a `model` (and LLM_BASE_URL) to count as configured.
+   * `embeddingModel` (optional, with LLM_BASE_URL): facts are embedded and search ranks by them too.
    */
   'graph.config': {
-    schema: z.object({ enabled: z.boolean(), extractor: z.enum(['builtin', 'llm']), model: z.string().min(1).max(200) }).partial(),
-    defaults: { enabled: false, extractor: 'builtin' as 'builtin' | 'llm', model: undefined as string | undefined },
+    schema: z.object({
+      enabled: z.boolean(), extractor: z.enum(['builtin', 'llm']), model: z.string().min(1).max(200), embeddingModel: z.string().min(1).max(200),
+    }).partial(),
+    defaults: { enabled: false, extractor: 'builtin' as 'builtin' | 'llm', model: undefined as string | undefined, embeddingModel: undefined as string | undefined },
   },
   DOCS_AUTH_OAUTH_CLIENT_ID: { schema: z.string().min(1), defaults: '' },
   /** Connectors (CONTRACTS.md "Connectors"): the default polling interval of a binding. */

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
  * A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests. It answers any POST
  * whose path ends in `/chat/completions` with a real SSE stream (`data: {...}\n\n` chunks with
  * `choices[0].delta.content`, a finish chunk, a usage chunk when asked for, `data: [DONE]`), and
- * records every request it received.
+ * records every request it received. A POST to `…/embeddings` gets deterministic vectors (see
+ * `fakeEmbedding`), listed in reverse order so that clients must sort them by `index`.
  */
 export interface FakeLlmOptions {
   /** The completion to stream, cut into `chunkSize`-character deltas. Default `'Hello from the fake LLM.'`. */
@@ -26,6 +27,12 @@ export interface FakeLlmOptions {
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
   /** When set, a request without `Authorization: Bearer <apiKey>` gets 401 `Incorrect API key provided: <sent key>`. */
   apiKey?: string;
+  /** `/embeddings`: dimensions of the bag-of-words vectors. Default 16. */
+  embeddingDimensions?: number;
+  /** `/embeddings`: words counted as another word (`{ car: 'automobile' }`), so synonyms embed close together. */
+  synonyms?: Record<string, string>;
+  /** `/embeddings` only: fail with this HTTP status (chat completions keep answering). */
+  embeddingsStatus?: number;
 }
 
 export interface FakeLlmRequest {
@@ -71,6 +78,7 @@ export async function startFakeLlm(initial: FakeLlmOptions = {}): Promise<FakeLl
   });
 
   async function answer(path: string, method: string, headers: IncomingHttpHeaders, body: Record<string, unknown>, res: ServerResponse, opts: FakeLlmOptions) {
+    if (method === 'POST' && (path.split('?')[0] ?? '').endsWith('/embeddings')) return answerEmbeddings(headers, body, res, opts);
     if (method !== 'POST' || !(path.split('?')[0] ?? '').endsWith('/chat/completions')) {
       return sendError(res, 404, `Unknown path ${path}`);
     }
@@ -119,6 +127,40 @@ export async function startFakeLlm(initial: FakeLlmOptions = {}): Promise<FakeLl
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** `POST …/embeddings` `{ model, input: string | string[] }`: an OpenAI-shaped list of `fakeEmbedding`s. */
+function answerEmbeddings(headers: IncomingHttpHeaders, body: Record<string, unknown>, res: ServerResponse, opts: FakeLlmOptions): void {
+  if (opts.apiKey !== undefined && headers.authorization !== `Bearer ${opts.apiKey}`) {
+    return sendError(res, 401, 'Incorrect API key provided.', 'invalid_api_key');
+  }
+  const status = opts.embeddingsStatus ?? opts.status;
+  if (status !== undefined) return sendError(res, status, opts.errorMessage ?? `Fake failure ${status}`);
+  if (opts.stall === 'headers') return; // never answers; close() destroys the socket
+  const input = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? body.input.map(String) : [];
+  if (input.length === 0) return sendError(res, 400, "'input' must be a non-empty string or array of strings");
+  const data = input.map((text, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(text, opts) })).reverse();
+  const tokens = input.reduce((sum, text) => sum + words(text).length, 0);
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ object: 'list', data, model: typeof body.model === 'string' ? body.model : 'fake', usage: { prompt_tokens: tokens, total_tokens: tokens } }));
+}
+
+const words = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+
+/**
+ * A bag of words hashed (FNV-1a) into `embeddingDimensions` counts, scaled to length 1: texts that
+ * share words (or `synonyms` of them) point the same way. Deterministic.
+ */
+export function fakeEmbedding(text: string, opts: Pick<FakeLlmOptions, 'embeddingDimensions' | 'synonyms'> = {}): number[] {
+  const vector = new Array<number>(opts.embeddingDimensions ?? 16).fill(0);
+  for (const word of words(text)) {
+    const canonical = opts.synonyms?.[word] ?? word;
+    let hash = 0x811c9dc5;
+    for (const char of canonical) hash = Math.imul(hash ^ char.codePointAt(0)!, 0x01000193) >>> 0;
+    vector[hash % vector.length]! += 1;
+  }
+  const norm = Math.hypot(...vector);
+  return norm === 0 ? vector : vector.map((x) => x / norm);
 }
 
 function sendError(res: ServerResponse, status: number, message: string, code: string | null = null): void {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { requireProject, type EditorCaller } from '../../../shared/app-runs/documents/service.js';
 import { AppError } from '../../../shared/errors.js';
 import { requireGraphReady } from '../../../shared/project-graph/config.js';
+import { graphEmbedder } from '../../../shared/project-graph/embeddings.js';
 import { GRAPH_UNAVAILABLE, graphErrors } from '../../../shared/project-graph/errors.js';
 import { getProjectJob, submitEpisode } from '../../../shared/project-graph/jobs.js';
 import { searchGraph } from '../../../shared/project-graph/search.js';
@@ -130,7 +131,11 @@ export const projectGraphRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
       if (asksForAnotherView(request.body)) throw graphErrors.currentOnly();
     },
   }, async (request) => failClosed(request, async () => {
-    const { project } = await open(request, request.params.projectId);
-    return searchGraph(db, { projectId: project.id, query: request.body.query, limit: request.body.limit });
+    const { graph, project } = await open(request, request.params.projectId);
+    // Embeddings only help the ranking: a provider that fails leaves the text retrievers to answer.
+    return searchGraph(db, { projectId: project.id, query: request.body.query, limit: request.body.limit }, {
+      embedder: graphEmbedder(graph, config),
+      onEmbeddingError: (error) => request.log.warn({ err: error }, 'graph search ranked by text only: the query could not be embedded'),
+    });
   }));
 };

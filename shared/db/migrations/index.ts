@@ -18,6 +18,7 @@ import * as billingPayments from './2026_11_24_0016_billing_payments.js';
 import * as connectors from './2026_11_24_0017_connectors.js';
 import * as connectorPolling from './2026_11_24_0018_connector_polling.js';
 import * as projectGraph from './2026_11_24_0019_project_graph.js';
+import * as graphEmbeddings from './2026_11_24_0020_graph_embeddings.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -43,4 +44,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0017_connectors': connectors,
   '2026_11_24_0018_connector_polling': connectorPolling,
   '2026_11_24_0019_project_graph': projectGraph,
+  '2026_11_24_0020_graph_embeddings': graphEmbeddings,
 };
