@@ -2,9 +2,9 @@ import { createHmac } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { constantTimeEqual } from '../crypto.js';
 import {
-  STANDARD_WEBHOOKS_TOLERANCE_SECONDS, StandardWebhooksVerificationError, signStandardWebhook, standardWebhookHeaders,
-  standardWebhooksKey, verifyStandardWebhook, type StandardWebhooksHeaders, type StandardWebhooksVerificationReason,
+  STANDARD_WEBHOOKS_TOLERANCE_SECONDS, signStandardWebhook, standardWebhookHeaders, standardWebhooksKey, verifyStandardWebhook,
 } from './standard-webhooks.js';
+import { type WebhookHeaders, WebhookVerificationError, type WebhookVerificationReason } from './webhook-headers.js';
 
 // A pass-through spy: the verifier must compare signatures with constantTimeEqual.
 vi.mock('../crypto.js', async (importOriginal) => {
@@ -12,12 +12,12 @@ vi.mock('../crypto.js', async (importOriginal) => {
   return { ...actual, constantTimeEqual: vi.fn(actual.constantTimeEqual) };
 });
 
-function refusal(run: () => unknown): StandardWebhooksVerificationReason {
+function refusal(run: () => unknown): WebhookVerificationReason {
   try {
     run();
   } catch (error) {
-    expect(error).toBeInstanceOf(StandardWebhooksVerificationError);
-    return (error as StandardWebhooksVerificationError).reason;
+    expect(error).toBeInstanceOf(WebhookVerificationError);
+    return (error as WebhookVerificationError).reason;
   }
   throw new Error('expected the delivery to be refused');
 }
@@ -30,9 +30,9 @@ const body = Buffer.from(JSON.stringify({ provider_order_id: 'ORD-1', status: 's
 /** Built by hand with node:crypto so the wire format is pinned independently of signStandardWebhook. */
 const v1 = (key: Buffer | string, msgId: string, t: number | string, raw: Buffer) =>
   `v1,${createHmac('sha256', key).update(Buffer.concat([Buffer.from(`${msgId}.${t}.`), raw])).digest('base64')}`;
-const headersWith = (signature: string, extra: StandardWebhooksHeaders = {}): StandardWebhooksHeaders =>
+const headersWith = (signature: string, extra: WebhookHeaders = {}): WebhookHeaders =>
   ({ 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signature, ...extra });
-const verify = (headers: StandardWebhooksHeaders, raw = body, atMs = now) => () => verifyStandardWebhook(secret, headers, raw, atMs);
+const verify = (headers: WebhookHeaders, raw = body, atMs = now) => () => verifyStandardWebhook(secret, headers, raw, atMs);
 const ok = { id, timestampSeconds: ts };
 
 describe('Standard Webhooks signature (manual, mock)', () => {
@@ -124,7 +124,7 @@ describe('Standard Webhooks signature (manual, mock)', () => {
     expect(refusal(verify(headersWith(`v2,${good.slice(3)}`)))).toBe('bad_signature');
   });
 
-  it.each<[string, StandardWebhooksHeaders]>([
+  it.each<[string, WebhookHeaders]>([
     ['no webhook-id', { 'webhook-timestamp': String(ts), 'webhook-signature': 'v1,x' }],
     ['no webhook-timestamp', { 'webhook-id': id, 'webhook-signature': 'v1,x' }],
     ['no signature header', { 'webhook-id': id, 'webhook-timestamp': String(ts) }],
@@ -135,7 +135,7 @@ describe('Standard Webhooks signature (manual, mock)', () => {
     expect(refusal(verify(headers))).toBe('missing_header');
   });
 
-  it.each<[string, StandardWebhooksHeaders]>([
+  it.each<[string, WebhookHeaders]>([
     ['a signature without a version', headersWith('K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=')],
     ['an empty signature after v1,', headersWith('v1,')],
     ['an empty version', headersWith(',K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=')],

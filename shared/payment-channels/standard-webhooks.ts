@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual } from '../crypto.js';
-import { singleHeader, type WebhookHeaders } from './webhook-headers.js';
+import { singleHeader, WebhookVerificationError, type WebhookHeaders } from './webhook-headers.js';
 
 // The `manual` and `mock` channels' signature: Standard Webhooks (protocols.md "manual and mock",
 // CONTRACTS.md "Payment channels"). Headers `webhook-id`, `webhook-timestamp` (unix seconds) and
@@ -13,18 +13,6 @@ import { singleHeader, type WebhookHeaders } from './webhook-headers.js';
 // (different bytes can share a signature); it reads only `webhook-signature` (no `X-Signature`); a
 // secret without `whsec_` is base64-decoded rather than taken as UTF-8 bytes (CONTRACTS.md); its clock
 // is `Date.now()` only; and its errors carry a message, not a reason.
-
-/** Why a delivery was refused; the checks run in this order. */
-export type StandardWebhooksVerificationReason = 'missing_header' | 'malformed_header' | 'timestamp_out_of_window' | 'bad_signature';
-
-export class StandardWebhooksVerificationError extends Error {
-  constructor(readonly reason: StandardWebhooksVerificationReason, message: string) {
-    super(message);
-    this.name = 'StandardWebhooksVerificationError';
-  }
-}
-
-export type StandardWebhooksHeaders = WebhookHeaders;
 
 /** The reference libraries' tolerance, both ways: |now − timestamp| ≤ 5 minutes. */
 export const STANDARD_WEBHOOKS_TOLERANCE_SECONDS = 5 * 60;
@@ -78,14 +66,14 @@ export function standardWebhookHeaders(
 }
 
 /**
- * Verifies a delivery; throws StandardWebhooksVerificationError otherwise. `rawBody` must be the
+ * Verifies a delivery; throws WebhookVerificationError otherwise. `rawBody` must be the
  * bytes as received (never re-serialised JSON). Returns the event id (the idempotency key) and the
  * signed timestamp. The signatures are those of `webhook-signature`, or of `X-Signature` when
  * `webhook-signature` is absent; any `v1` among them that matches is enough.
  */
 export function verifyStandardWebhook(
   secret: string,
-  headers: StandardWebhooksHeaders,
+  headers: WebhookHeaders,
   rawBody: Buffer,
   nowMs = Date.now(),
 ): { id: string; timestampSeconds: number } {
@@ -96,30 +84,30 @@ export function verifyStandardWebhook(
   const webhookSignature = singleHeader(headers, 'webhook-signature');
   const signatures = webhookSignature === undefined ? singleHeader(headers, 'x-signature') : webhookSignature;
   if (id === null || timestamp === null || signatures === null) {
-    throw new StandardWebhooksVerificationError('malformed_header', 'a webhook header appears more than once');
+    throw new WebhookVerificationError('malformed_header', 'a webhook header appears more than once');
   }
   if (!id || !timestamp || !signatures) {
-    throw new StandardWebhooksVerificationError('missing_header', 'webhook-id, webhook-timestamp and webhook-signature (or X-Signature) are required');
+    throw new WebhookVerificationError('missing_header', 'webhook-id, webhook-timestamp and webhook-signature (or X-Signature) are required');
   }
   const candidates: string[] = [];
   for (const entry of signatures.split(' ').filter(Boolean)) {
     const comma = entry.indexOf(',');
     if (comma <= 0 || comma === entry.length - 1) {
-      throw new StandardWebhooksVerificationError('malformed_header', `signature "${entry.slice(0, 32)}" is not <version>,<signature>`);
+      throw new WebhookVerificationError('malformed_header', `signature "${entry.slice(0, 32)}" is not <version>,<signature>`);
     }
     if (entry.slice(0, comma) === 'v1') candidates.push(entry.slice(comma + 1));
   }
   if (!/^\d{1,15}$/.test(timestamp)) {
-    throw new StandardWebhooksVerificationError('malformed_header', `webhook-timestamp "${timestamp.slice(0, 32)}" is not unix seconds`);
+    throw new WebhookVerificationError('malformed_header', `webhook-timestamp "${timestamp.slice(0, 32)}" is not unix seconds`);
   }
   const timestampSeconds = Number(timestamp);
   if (Math.abs(nowMs - timestampSeconds * 1000) > STANDARD_WEBHOOKS_TOLERANCE_SECONDS * 1000) {
-    throw new StandardWebhooksVerificationError('timestamp_out_of_window', `webhook-timestamp ${timestamp} is not within ${STANDARD_WEBHOOKS_TOLERANCE_SECONDS} s of now`);
+    throw new WebhookVerificationError('timestamp_out_of_window', `webhook-timestamp ${timestamp} is not within ${STANDARD_WEBHOOKS_TOLERANCE_SECONDS} s of now`);
   }
   const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`, 'utf8').update(rawBody).digest('base64');
   // Every candidate is compared (no early exit), each in constant time.
   let matched = false;
   for (const candidate of candidates) matched = constantTimeEqual(candidate, expected) || matched;
-  if (!matched) throw new StandardWebhooksVerificationError('bad_signature', 'no v1 signature matches the body');
+  if (!matched) throw new WebhookVerificationError('bad_signature', 'no v1 signature matches the body');
   return { id, timestampSeconds };
 }

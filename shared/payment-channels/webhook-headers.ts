@@ -1,5 +1,18 @@
+// What every signed delivery shares (paddle, Standard Webhooks): its headers, one header looked up,
+// and why a delivery was refused.
+
 /** Request headers as Node and Fastify give them: a repeated header arrives as an array. */
 export type WebhookHeaders = Record<string, string | string[] | undefined>;
+
+/** Why a signed delivery was refused; each channel's verifier runs the checks in this order. */
+export type WebhookVerificationReason = 'missing_header' | 'malformed_header' | 'timestamp_out_of_window' | 'bad_signature';
+
+export class WebhookVerificationError extends Error {
+  constructor(readonly reason: WebhookVerificationReason, message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
+}
 
 /**
  * A header of a signed delivery, looked up case-insensitively: undefined when absent or empty,

@@ -41,7 +41,7 @@ const transactionKinds: Readonly<Record<string, PaymentEvent['kind']>> = {
 const adjustmentTypes = new Set(['adjustment.created', 'adjustment.updated']);
 
 /**
- * Throws (PaddleVerificationError, ChannelNotConfiguredError, or on a verified body that is not
+ * Throws (WebhookVerificationError, ChannelNotConfiguredError, or on a verified body that is not
  * the shape of its event type) for anything not genuine. A function declaration: hoisted, so the
  * reader registry that imports this module can list it whichever module loads first.
  */

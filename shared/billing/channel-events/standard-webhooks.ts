@@ -20,7 +20,7 @@ const body = z.discriminatedUnion('status', [
 
 const kinds = { success: 'paid', failed: 'failed', refunded: 'refunded' } as const;
 
-/** Throws (StandardWebhooksVerificationError, ChannelNotConfiguredError, or on a malformed body) for anything not genuine. */
+/** Throws (WebhookVerificationError, ChannelNotConfiguredError, or on a malformed body) for anything not genuine. */
 export function readStandardWebhookEvents(provider: 'manual' | 'mock', config: Config, headers: ChannelHeaders, rawBody: Buffer, nowMs?: number): PaymentEvent[] {
   if (!config.PAYMENT_WEBHOOK_SECRET) throw new ChannelNotConfiguredError(provider);
   const { id } = verifyStandardWebhook(config.PAYMENT_WEBHOOK_SECRET, headers, rawBody, nowMs);

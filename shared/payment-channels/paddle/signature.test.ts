@@ -2,9 +2,9 @@ import { createHmac } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { constantTimeEqual } from '../../crypto.js';
 import {
-  PADDLE_TIMESTAMP_TOLERANCE_SECONDS, PaddleVerificationError, paddleSignature, signPaddleWebhook, verifyPaddleWebhook,
-  type PaddleHeaders, type PaddleVerificationReason,
+  PADDLE_TIMESTAMP_TOLERANCE_SECONDS, paddleSignature, signPaddleWebhook, verifyPaddleWebhook,
 } from './signature.js';
+import { type WebhookHeaders, WebhookVerificationError, type WebhookVerificationReason } from '../webhook-headers.js';
 
 // A pass-through spy: the verifier must compare signatures with constantTimeEqual.
 vi.mock('../../crypto.js', async (importOriginal) => {
@@ -12,12 +12,12 @@ vi.mock('../../crypto.js', async (importOriginal) => {
   return { ...actual, constantTimeEqual: vi.fn(actual.constantTimeEqual) };
 });
 
-function refusal(run: () => unknown): PaddleVerificationReason {
+function refusal(run: () => unknown): WebhookVerificationReason {
   try {
     run();
   } catch (error) {
-    expect(error).toBeInstanceOf(PaddleVerificationError);
-    return (error as PaddleVerificationError).reason;
+    expect(error).toBeInstanceOf(WebhookVerificationError);
+    return (error as WebhookVerificationError).reason;
   }
   throw new Error('expected the delivery to be refused');
 }
@@ -31,7 +31,7 @@ const body = Buffer.from(JSON.stringify({
 }));
 /** Built by hand with node:crypto so the wire format is pinned independently of signPaddleWebhook. */
 const h1 = (key: string, t: number | string, raw: Buffer) => createHmac('sha256', key).update(Buffer.concat([Buffer.from(`${t}:`), raw])).digest('hex');
-const headersFor = (value: string): PaddleHeaders => ({ 'Paddle-Signature': value });
+const headersFor = (value: string): WebhookHeaders => ({ 'Paddle-Signature': value });
 const verify = (value: string, raw = body, atMs = now) => () => verifyPaddleWebhook(secret, headersFor(value), raw, atMs);
 
 describe('paddle signature', () => {
@@ -88,7 +88,7 @@ describe('paddle signature', () => {
     expect(refusal(verify(`ts=${ts + 1};h1=${good}`))).toBe('bad_signature');
   });
 
-  it.each<[string, PaddleHeaders]>([
+  it.each<[string, WebhookHeaders]>([
     ['no header', {}],
     ['an empty header', { 'Paddle-Signature': '' }],
     ['a blank header', { 'Paddle-Signature': '  ' }],

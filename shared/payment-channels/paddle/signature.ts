@@ -1,23 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual } from '../../crypto.js';
-import { singleHeader, type WebhookHeaders } from '../webhook-headers.js';
+import { singleHeader, WebhookVerificationError, type WebhookHeaders } from '../webhook-headers.js';
 
 // paddle's webhook signature (Paddle Billing, protocols.md "paddle"):
 //   Paddle-Signature: ts=<unix seconds>;h1=<hex HMAC-SHA256(secret, `${ts}:${rawBody}`)>
 // The secret (`PADDLE_WEBHOOK_SECRET`, `pdl_ntfset_…`) is the HMAC key verbatim (its UTF-8 bytes), as
 // Paddle's SDK uses it. During a secret rotation several `h1=` parts appear: any that matches is enough.
-
-/** Why a delivery was refused; the checks run in this order. */
-export type PaddleVerificationReason = 'missing_header' | 'malformed_header' | 'timestamp_out_of_window' | 'bad_signature';
-
-export class PaddleVerificationError extends Error {
-  constructor(readonly reason: PaddleVerificationReason, message: string) {
-    super(message);
-    this.name = 'PaddleVerificationError';
-  }
-}
-
-export type PaddleHeaders = WebhookHeaders;
 
 export const PADDLE_SIGNATURE_HEADER = 'Paddle-Signature';
 
@@ -50,29 +38,29 @@ export function signPaddleWebhook(
 }
 
 /**
- * Verifies a delivery; throws PaddleVerificationError otherwise. `rawBody` must be the bytes as
+ * Verifies a delivery; throws WebhookVerificationError otherwise. `rawBody` must be the bytes as
  * received (never re-serialised JSON). Returns the signed timestamp.
  */
 export function verifyPaddleWebhook(
   secret: string,
-  headers: PaddleHeaders,
+  headers: WebhookHeaders,
   rawBody: Buffer,
   nowMs = Date.now(),
 ): { timestampSeconds: number } {
   const key = requireSecret(secret);
   const value = singleHeader(headers, 'paddle-signature');
-  if (value === undefined) throw new PaddleVerificationError('missing_header', 'Paddle-Signature is required');
-  if (value === null) throw new PaddleVerificationError('malformed_header', 'Paddle-Signature appears more than once');
+  if (value === undefined) throw new WebhookVerificationError('missing_header', 'Paddle-Signature is required');
+  if (value === null) throw new WebhookVerificationError('malformed_header', 'Paddle-Signature appears more than once');
   const { timestamp, signatures } = parseSignatureHeader(value);
   const timestampSeconds = Number(timestamp);
   if (Math.abs(nowMs - timestampSeconds * 1000) > PADDLE_TIMESTAMP_TOLERANCE_SECONDS * 1000) {
-    throw new PaddleVerificationError('timestamp_out_of_window', `ts ${timestamp} is not within ${PADDLE_TIMESTAMP_TOLERANCE_SECONDS} s of now`);
+    throw new WebhookVerificationError('timestamp_out_of_window', `ts ${timestamp} is not within ${PADDLE_TIMESTAMP_TOLERANCE_SECONDS} s of now`);
   }
   const expected = paddleSignature(key, timestamp, rawBody);
   // Every candidate is compared (no early exit), each in constant time.
   let matched = false;
   for (const candidate of signatures) matched = constantTimeEqual(candidate, expected) || matched;
-  if (!matched) throw new PaddleVerificationError('bad_signature', 'no h1 in Paddle-Signature matches the body');
+  if (!matched) throw new WebhookVerificationError('bad_signature', 'no h1 in Paddle-Signature matches the body');
   return { timestampSeconds };
 }
 
@@ -103,7 +91,7 @@ function parseSignatureHeader(value: string): { timestamp: string; signatures: s
   return { timestamp, signatures };
 }
 
-const malformed = (detail: string) => new PaddleVerificationError('malformed_header', `Paddle-Signature: ${detail}`);
+const malformed = (detail: string) => new WebhookVerificationError('malformed_header', `Paddle-Signature: ${detail}`);
 
 function requireSecret(secret: string): string {
   // An empty key would make every signature forgeable: a configuration error, not a refusal.
