@@ -17,7 +17,7 @@ const DISPATCH_CALL_TIMEOUT_MS = 30_000;
  * user-given address, so it does not pass the SSRF guard that every user-given URL passes.
  */
 export function createConnectorActivities({ db, settings, secrets, config }: Pick<ActivityDeps, 'db' | 'settings' | 'secrets' | 'config'>) {
-  /** A dispatch that already ended (a retried activity whose first try got through): its outcome. */
+  /** A dispatch that already ended: its outcome, or null while it is still pending. */
   async function settled(dispatchId: string): Promise<DispatchOutcome | null> {
     const row = await db.selectFrom('connector_dispatches').select(['status', 'run_id']).where('id', '=', dispatchId).executeTakeFirst();
     if (!row || row.status === 'dropped') return { kind: 'dropped' };
@@ -32,9 +32,8 @@ export function createConnectorActivities({ db, settings, secrets, config }: Pic
 
     async dispatchConnectorEvent(input: { dispatchId: string }): Promise<DispatchOutcome> {
       const { dispatchId } = input;
-      const done = await settled(dispatchId);
-      if (done) return done;
       const token = await issueDispatchToken(db, dispatchId);
+      // No longer pending: a retried activity whose first try got through finds its run here.
       if (!token) return (await settled(dispatchId)) ?? { kind: 'dropped' };
       const response = await fetch(`${internalApiUrl(config)}/api/connector-triggers/dispatch`, {
         method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(DISPATCH_CALL_TIMEOUT_MS),

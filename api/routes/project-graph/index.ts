@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requireProject, type EditorCaller } from '../../../shared/app-runs/documents/service.js';
+import { requireProject } from '../../../shared/app-runs/documents/service.js';
 import { AppError } from '../../../shared/errors.js';
 import { requireGraphReady } from '../../../shared/project-graph/config.js';
 import { graphEmbedder } from '../../../shared/project-graph/embeddings.js';
@@ -11,6 +11,7 @@ import { searchGraph } from '../../../shared/project-graph/search.js';
 import { graphStatus } from '../../../shared/project-graph/status.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
+import { editorCallerOf } from '../app-runs/documents.js';
 
 const tags = ['project-graph'];
 // Path ids are checked by the services, so a malformed id answers like a missing object.
@@ -38,11 +39,6 @@ function asksForAnotherView(body: unknown): boolean {
   return (fields.mode !== undefined && fields.mode !== 'current') || 'asOf' in fields || 'as_of' in fields;
 }
 
-function callerOf(request: FastifyRequest): EditorCaller {
-  const principal = principalOf(request, 'jwt', 'api-key');
-  return principal.kind === 'jwt' ? { kind: 'jwt', userId: principal.userId } : { kind: 'api-key', userId: principal.userId, teamId: principal.teamId };
-}
-
 /**
  * Spec §4.5: every failure that is not the caller's is the same 503 `graph_unavailable` (the store
  * or Temporal away, verification that could not run), never a partial answer. The cause is logged.
@@ -65,7 +61,7 @@ export const projectGraphRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
   /** The switch first (fails closed before anything else is read), then the caller's access to the project. */
   const open = async (request: FastifyRequest, projectId: string) => {
     const graph = await requireGraphReady(settings, config);
-    const project = await requireProject(db, callerOf(request), projectId);
+    const project = await requireProject(db, editorCallerOf(request), projectId);
     return { graph, project };
   };
 
