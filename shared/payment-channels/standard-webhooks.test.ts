@@ -4,23 +4,14 @@ import { constantTimeEqual } from '../crypto.js';
 import {
   STANDARD_WEBHOOKS_TOLERANCE_SECONDS, signStandardWebhook, standardWebhookHeaders, standardWebhooksKey, verifyStandardWebhook,
 } from './standard-webhooks.js';
-import { type WebhookHeaders, WebhookVerificationError, type WebhookVerificationReason } from './webhook-headers.js';
+import type { WebhookHeaders } from './webhook-headers.js';
+import { refusalOf as refusal } from '../../test/harness/webhook-refusal.js';
 
 // A pass-through spy: the verifier must compare signatures with constantTimeEqual.
 vi.mock('../crypto.js', async (importOriginal) => {
   const actual = await importOriginal<typeof import('../crypto.js')>();
   return { ...actual, constantTimeEqual: vi.fn(actual.constantTimeEqual) };
 });
-
-function refusal(run: () => unknown): WebhookVerificationReason {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(WebhookVerificationError);
-    return (error as WebhookVerificationError).reason;
-  }
-  throw new Error('expected the delivery to be refused');
-}
 
 const secret = 'a-plain-payment-webhook-secret';
 const id = 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W';

@@ -4,23 +4,14 @@ import { constantTimeEqual } from '../../crypto.js';
 import {
   PADDLE_TIMESTAMP_TOLERANCE_SECONDS, paddleSignature, signPaddleWebhook, verifyPaddleWebhook,
 } from './signature.js';
-import { type WebhookHeaders, WebhookVerificationError, type WebhookVerificationReason } from '../webhook-headers.js';
+import type { WebhookHeaders } from '../webhook-headers.js';
+import { refusalOf as refusal } from '../../../test/harness/webhook-refusal.js';
 
 // A pass-through spy: the verifier must compare signatures with constantTimeEqual.
 vi.mock('../../crypto.js', async (importOriginal) => {
   const actual = await importOriginal<typeof import('../../crypto.js')>();
   return { ...actual, constantTimeEqual: vi.fn(actual.constantTimeEqual) };
 });
-
-function refusal(run: () => unknown): WebhookVerificationReason {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(WebhookVerificationError);
-    return (error as WebhookVerificationError).reason;
-  }
-  throw new Error('expected the delivery to be refused');
-}
 
 const secret = 'pdl_ntfset_01hv8x2a7bz5k6p9q3r4s5t6v7_YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=';
 const ts = 1_700_000_000;
