@@ -1,4 +1,4 @@
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { readFile, readdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -17,6 +17,19 @@ import { startLlmAppStack, type LlmAppStack } from './llm-app-stack.js';
 // database (its activities retry) and completes; its stream, broken with the database, is resumed
 // with Last-Event-ID and has every event exactly once; the API and worker reconnect by themselves.
 // This file brings its own PostgreSQL (persistent data, as `npm start` runs it) so it can kill it.
+/** The processes whose parent is `pid` (Linux /proc). */
+async function childPids(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // `pid (comm) state ppid …`: comm may hold spaces, so read after its closing parenthesis.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) children.push(Number(entry));
+  }
+  return children;
+}
+
 describe('faults: PostgreSQL is killed', () => {
   let postgres: EmbeddedPostgresHandle;
   let dataDir: string;
@@ -64,7 +77,11 @@ describe('faults: PostgreSQL is killed', () => {
 
     // The postmaster, by the pid in its own lock file (under root the library starts it through a wrapper).
     const postmasterPid = Number((await readFile(path.join(dataDir, 'cluster', 'postmaster.pid'), 'utf8')).split('\n')[0]);
-    process.kill(postmasterPid, 'SIGKILL');
+    // The whole server dies at once, backends included, as when its host or container goes: a
+    // backend left to notice its postmaster's death on its own may hold the shared memory long
+    // enough, on a loaded machine, to keep the restart below from starting for over a minute.
+    const backends = await childPids(postmasterPid);
+    for (const pid of [postmasterPid, ...backends]) process.kill(pid, 'SIGKILL');
 
     for (const body of [{ stream: false }, { stream: true, format: 'sse' }]) {
       const refused = await run(body);
