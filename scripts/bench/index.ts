@@ -34,9 +34,12 @@ import { startWorkers } from '../../worker/start.js';
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
 // `npm run bench -- --only public-config` runs sections 1–3 and the public configuration ones, without the run path.
-const onlyPublicConfig = process.argv.includes('--only') && process.argv.includes('public-config');
+const only = (section: string) => process.argv.includes('--only') && process.argv.includes(section);
+const onlyPublicConfig = only('public-config');
+// `npm run bench -- --only run-path`: section 4's run-path figures alone (no schedules or orders), for profiling.
+const onlyRunPath = only('run-path');
 // `npm run bench -- --only project-graph`: the graph search section alone, on a PostgreSQL of its own.
-if (process.argv.includes('--only') && process.argv.includes('project-graph')) {
+if (only('project-graph')) {
   await runProjectGraphBenchAlone();
   process.exit(0);
 }
@@ -62,49 +65,50 @@ try {
   await migrateToLatest(deps.db);
   await upsertSiteSetting(deps.db, 'run.input_limit', { maxDepth: 16 });
 
-  // 1. Site settings: every run reads `run.input_limit`; the cache must make that free.
-  rows.push({
-    name: 'site setting read (run.input_limit)',
-    baseline: 'SELECT per read', baselineOps: await opsPerSecond(() => findSiteSetting(deps.db, 'run.input_limit'), 500),
-    candidate: 'cache + NOTIFY', candidateOps: await opsPerSecond(() => deps.settings.get('run.input_limit'), 20_000),
-  });
+  if (!onlyRunPath) {
+    // 1. Site settings: every run reads `run.input_limit`; the cache must make that free.
+    rows.push({
+      name: 'site setting read (run.input_limit)',
+      baseline: 'SELECT per read', baselineOps: await opsPerSecond(() => findSiteSetting(deps.db, 'run.input_limit'), 500),
+      candidate: 'cache + NOTIFY', candidateOps: await opsPerSecond(() => deps.settings.get('run.input_limit'), 20_000),
+    });
 
-  // 2. Garbage credentials: the checksum turns them away before the database is asked.
-  const forged = `${generateToken('apiKey').slice(0, -6)}AAAAAA`;
-  rows.push({
-    name: 'reject a forged API key',
-    baseline: 'hash lookup in PostgreSQL', baselineOps: await opsPerSecond(() => findLiveApiKeyByHash(deps.db, sha256Hex(forged)), 500),
-    candidate: 'checksum check', candidateOps: await opsPerSecond(() => hasValidTokenShape('apiKey', forged), 100_000),
-  });
+    // 2. Garbage credentials: the checksum turns them away before the database is asked.
+    const forged = `${generateToken('apiKey').slice(0, -6)}AAAAAA`;
+    rows.push({
+      name: 'reject a forged API key',
+      baseline: 'hash lookup in PostgreSQL', baselineOps: await opsPerSecond(() => findLiveApiKeyByHash(deps.db, sha256Hex(forged)), 500),
+      candidate: 'checksum check', candidateOps: await opsPerSecond(() => hasValidTokenShape('apiKey', forged), 100_000),
+    });
 
-  // 3. The API's per-request overhead (request ids, metrics, error handling, schemas) over loopback HTTP.
-  const bare = http.createServer((_req, res) => { res.setHeader('content-type', 'application/json'); res.end('{"status":"ok"}'); });
-  await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
-  const app = await buildApp(deps, { logger: false });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/healthz`;
-  const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/healthz`;
-  const get = (url: string) => () => fetch(url).then((r) => r.arrayBuffer());
-  rows.push({
-    name: 'GET /healthz over HTTP, 16 concurrent',
-    baseline: 'bare node:http', baselineOps: await concurrentOpsPerSecond(get(bareUrl), 4_000, 16),
-    candidate: 'our Fastify app', candidateOps: await concurrentOpsPerSecond(get(appUrl), 4_000, 16),
-  });
-  await app.close();
-  bare.close();
+    // 3. The API's per-request overhead (request ids, metrics, error handling, schemas) over loopback HTTP.
+    const bare = http.createServer((_req, res) => { res.setHeader('content-type', 'application/json'); res.end('{"status":"ok"}'); });
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    const app = await buildApp(deps, { logger: false });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/healthz`;
+    const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/healthz`;
+    const get = (url: string) => () => fetch(url).then((r) => r.arrayBuffer());
+    rows.push({
+      name: 'GET /healthz over HTTP, 16 concurrent',
+      baseline: 'bare node:http', baselineOps: await concurrentOpsPerSecond(get(bareUrl), 4_000, 16),
+      candidate: 'our Fastify app', candidateOps: await concurrentOpsPerSecond(get(appUrl), 4_000, 16),
+    });
+    await app.close();
+    bare.close();
 
-  // 6. Public configuration (issue 21): a conditional client-config GET against a bare Fastify
-  // route, and board downloads against nginx serving the same file.
-  rows.push(...(await benchClientConfig(deps)));
-  const downloads = await benchDownloads(deps, workDir);
-  rows.push(...downloads.rows);
-  downloadRows.push(...downloads.lines);
-  // Payment callbacks (issue 22): verified callbacks per second against the bare signature check.
-  rows.push(...(await benchPaymentCallbacks(deps)));
-  if (!onlyPublicConfig) {
+    // 6. Public configuration (issue 21): a conditional client-config GET against a bare Fastify
+    // route, and board downloads against nginx serving the same file.
+    rows.push(...(await benchClientConfig(deps)));
+    const downloads = await benchDownloads(deps, workDir);
+    rows.push(...downloads.rows);
+    downloadRows.push(...downloads.lines);
+    // Payment callbacks (issue 22): verified callbacks per second against the bare signature check.
+    rows.push(...(await benchPaymentCallbacks(deps)));
     // Project graph (issue 24): verified search over 100,000 facts against an indexed SELECT of the same rows.
-    graphRows.push(...(await benchProjectGraph(deps.db)));
-
+    if (!onlyPublicConfig) graphRows.push(...(await benchProjectGraph(deps.db)));
+  }
+  if (!onlyPublicConfig) {
     // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the
     // worker runs in the API's process on the API's connection (runs start eagerly; the bench process
     // is also the clients). Throughput is then measured again, and the schedules, with the worker as
@@ -123,20 +127,22 @@ try {
           return worker.pid;
         },
       })));
-      runRows.push(...(await benchSchedules(deps)));
+      if (!onlyRunPath) {
+        runRows.push(...(await benchSchedules(deps)));
 
-      // 5. Hardware order creation against the run endpoint, 50 concurrent, as section 4 measured
-      // runs/s: against its figure with the worker in a process of its own, which still runs (and
-      // polls `hardware-sales`, where each order starts its saga), so both go through the same topology.
-      const orders = await benchOrders(deps, {
-        label: 'section 4, worker in a process of its own',
-        runsPerSecond: runsPerSecondIn(runRows, 'demo runs/s, 50 concurrent, worker in a process of its own'),
-      }, [
-        { name: 'bench process (callers and API)', pid: 'self' }, { name: 'worker', pid: worker?.pid ?? null },
-        { name: 'Temporal', pid: temporal.pid }, { name: 'PostgreSQL', pid: postgres.pid },
-      ]);
-      rows.push(orders.comparison);
-      orderRows.push(...orders.lines);
+        // 5. Hardware order creation against the run endpoint, 50 concurrent, as section 4 measured
+        // runs/s: against its figure with the worker in a process of its own, which still runs (and
+        // polls `hardware-sales`, where each order starts its saga), so both go through the same topology.
+        const orders = await benchOrders(deps, {
+          label: 'section 4, worker in a process of its own',
+          runsPerSecond: runsPerSecondIn(runRows, 'demo runs/s, 50 concurrent, worker in a process of its own'),
+        }, [
+          { name: 'bench process (callers and API)', pid: 'self' }, { name: 'worker', pid: worker?.pid ?? null },
+          { name: 'Temporal', pid: temporal.pid }, { name: 'PostgreSQL', pid: postgres.pid },
+        ]);
+        rows.push(orders.comparison);
+        orderRows.push(...orders.lines);
+      }
     } finally {
       await inProcess.shutdown();
       await worker?.stop();
