@@ -147,8 +147,11 @@ export interface ChargedRunRow {
 
 /**
  * Charges the paying team, inserts the `runs` row, its credit transaction, the API key's usage,
- * the `run_start` event and the workflow start, and NOTIFYs `run_events` — one statement, so one round trip and one commit
- * stand between a run request and its first streamed byte. Every part hangs off the `charged` row:
+ * the `run_start` event and the workflow start — one statement, so one round trip and one commit
+ * stand between a run request and its first streamed byte. It sends no NOTIFY: nobody can follow a
+ * run before this commit hands its id to the requester, which gets `run_start` from the result and
+ * follows the log after it (a notification would only wake the API's listener for nothing).
+ * Every part hangs off the `charged` row:
  * when the balance is short nothing is written and the result is null (402 for the caller).
  * Foreign keys between the parts are checked at the end of the statement, so the run_start event
  * may name the run inserted beside it.
@@ -184,7 +187,7 @@ export async function insertChargedRun(
       SELECT id, 'run_start', 'run_start', ${JSON.stringify(startPayload)}::jsonb FROM inserted_run
       RETURNING id
     )${recordStart}
-    SELECT id AS start_event_id, pg_notify(${RUN_EVENTS_CHANNEL}, ${run.runId}) FROM start_event
+    SELECT id AS start_event_id FROM start_event
   `.compile(db));
   // bigserial arrives as a string from pg.
   return rows[0] ? { startEvent: { id: Number(rows[0].start_event_id), type: 'run_start', payload: startPayload } } : null;
