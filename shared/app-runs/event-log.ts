@@ -4,6 +4,13 @@ import { isDatabaseUnavailable } from '../dependency-errors.js';
 import { RUN_EVENTS_CHANNEL, terminalEventTypes } from './events.js';
 import { readRunEventsAfter, type StoredRunEvent } from './run-events-repository.js';
 
+/** A registered interest in a run's next notification; `woken` once it came (or the poll interval passed). */
+export interface RunNotification {
+  promise: Promise<void>;
+  woken: boolean;
+  cancel(): void;
+}
+
 /** How long a follower of a run waits through a database outage before it gives up. */
 const OUTAGE_PATIENCE_MS = 60_000;
 
@@ -26,26 +33,53 @@ export class RunEventHub {
     for (const resolve of set) resolve();
   }
 
-  private nextNotification(runId: string, timeoutMs: number): { promise: Promise<void>; cancel(): void } {
+  private nextNotification(runId: string, timeoutMs: number): RunNotification {
     let resolve!: () => void;
     const promise = new Promise<void>((r) => { resolve = r; });
     const set = this.waiters.get(runId) ?? new Set();
-    set.add(resolve);
+    const notification: RunNotification = {
+      promise: promise.finally(() => clearTimeout(timer)),
+      woken: false,
+      cancel: () => { set.delete(wake); clearTimeout(timer); resolve(); },
+    };
+    const wake = () => { notification.woken = true; resolve(); };
+    set.add(wake);
     this.waiters.set(runId, set);
-    const timer = setTimeout(resolve, timeoutMs);
-    return { promise: promise.finally(() => clearTimeout(timer)), cancel: () => { set.delete(resolve); clearTimeout(timer); resolve(); } };
+    // The slow poll: a notification that never comes (missed, or no reader left) leaves no waiter behind.
+    const timer = setTimeout(() => { set.delete(wake); wake(); }, timeoutMs);
+    return notification;
   }
 
-  async *events(db: Database, runId: string, options: { afterId?: number; signal?: AbortSignal; pollMs?: number } = {}): AsyncGenerator<StoredRunEvent> {
+  /**
+   * Interest in a run's next notification, registered now by a reader that starts later: a run
+   * that was just recorded and whose workflow has not been started yet has no event after
+   * `run_start`, so `events` with this `watch` waits for it instead of reading first.
+   */
+  watch(runId: string, pollMs = 1_000): RunNotification {
+    return this.nextNotification(runId, pollMs);
+  }
+
+  async *events(db: Database, runId: string, options: { afterId?: number; signal?: AbortSignal; pollMs?: number; watch?: RunNotification } = {}): AsyncGenerator<StoredRunEvent> {
     let lastId = options.afterId ?? 0;
     let outageSince: number | null = null;
+    let watch = options.watch;
     for (;;) {
-      if (options.signal?.aborted) return;
+      if (options.signal?.aborted) {
+        watch?.cancel();
+        return;
+      }
       // Register interest before reading, so an event committed between the read and the wait still wakes us.
-      const next = this.nextNotification(runId, options.pollMs ?? 1_000);
+      const next = watch ?? this.nextNotification(runId, options.pollMs ?? 1_000);
+      // Nothing can have been written since the watch began until it is woken (or its poll is due).
+      const readFirst = !watch || watch.woken;
+      watch = undefined;
       const onAbort = () => next.cancel();
       options.signal?.addEventListener('abort', onAbort, { once: true });
       try {
+        if (!readFirst) {
+          await next.promise;
+          continue;
+        }
         let batch: StoredRunEvent[] = [];
         try {
           batch = await readRunEventsAfter(db, runId, lastId);

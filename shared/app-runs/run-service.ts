@@ -11,6 +11,7 @@ import { runSummary, workflowSearchAttributes, type WorkflowSearchMeta } from '.
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { AppRunInput, AppRunStartOptions } from './contracts.js';
 import type { DeploymentCache } from './deployment-cache.js';
+import type { RunEventHub, RunNotification } from './event-log.js';
 import { findRunDeployment, type DeploymentRow } from './deployments.js';
 import type { ApiSchemaField } from './graph.js';
 import { validateRunInputs, withTrigger } from './input-validation.js';
@@ -72,6 +73,8 @@ export interface AdmittedRun {
 }
 
 export interface StartedRun extends AdmittedRun {
+  /** A new run's next notification, registered before its workflow was started (event-log.ts `watch`). */
+  watch?: RunNotification;
   /**
    * Settles once Temporal has the workflow, or the start was left to the dispatcher; rejects (503)
    * when a `refuse` caller's start failed and the run was withdrawn and refunded.
@@ -87,6 +90,8 @@ export interface RunServiceDeps {
 }
 
 export interface StartRunDeps extends RunServiceDeps, StartPathDeps {
+  /** The API's run event hub: a new run's follower registers before the start, so it need not read first. */
+  runEvents?: Pick<RunEventHub, 'watch'>;
   taskQueueSuffix?: string;
   onStartFailure?: (runId: string, error: Error) => void;
 }
@@ -105,8 +110,10 @@ export async function startAppRun(deps: StartRunDeps, request: AppRunRequest): P
     recordStart: { taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix), graceSeconds: plan.graceSeconds },
   });
   const { runId, workflowInput, workflowStart } = admitted;
+  // Before anything can write the run's next event (its workflow starts below, or the dispatcher's later).
+  const watch = admitted.replayed ? undefined : deps.runEvents?.watch(runId);
   // A replay, or a run queued while Temporal is down: the dispatcher starts it once Temporal answers.
-  if (!workflowInput || !workflowStart || !plan.tryNow) return { ...admitted, started: Promise.resolve() };
+  if (!workflowInput || !workflowStart || !plan.tryNow) return { ...admitted, watch, started: Promise.resolve() };
   const started = new Promise((resolve) => setImmediate(resolve)).then(async () => {
     // Eager start: where an app-runs worker shares this client's connection (`npm start`), the
     // server hands it the first workflow task in its answer; elsewhere the task goes through the queue.
@@ -116,8 +123,8 @@ export async function startAppRun(deps: StartRunDeps, request: AppRunRequest): P
     });
   });
   // Awaited by a caller waiting for the result; a stream (`queue`) never sees it reject.
-  started.catch(() => {});
-  return { ...admitted, started };
+  started.catch(() => watch?.cancel());
+  return { ...admitted, watch, started };
 }
 
 /**

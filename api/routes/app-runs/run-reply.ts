@@ -33,7 +33,7 @@ async function* runEventsOf(deps: ReplyDeps, reply: FastifyReply, run: StartedRu
   const abort = new AbortController();
   reply.raw.once('close', () => abort.abort());
   if (run.startEvent) yield run.startEvent;
-  yield* deps.runEvents.events(deps.db, run.runId, { signal: abort.signal, afterId: run.startEvent?.id });
+  yield* deps.runEvents.events(deps.db, run.runId, { signal: abort.signal, afterId: run.startEvent?.id, watch: run.watch });
 }
 
 /**

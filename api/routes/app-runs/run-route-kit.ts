@@ -40,9 +40,10 @@ export function checkRunBodySizeBeforeParsing(app: FastifyInstance, deps: Pick<A
 }
 
 /** The run service's dependencies for a request: a start that fails is logged with the request. */
-export function runStarter(deps: Pick<AppDeps, 'db' | 'settings' | 'temporal' | 'config' | 'deployments'>, request: FastifyRequest): StartRunDeps {
+export function runStarter(deps: Pick<AppDeps, 'db' | 'settings' | 'temporal' | 'config' | 'deployments' | 'runEvents'>, request: FastifyRequest): StartRunDeps {
   return {
-    db: deps.db, settings: deps.settings, deployments: deps.deployments, temporal: deps.temporal.client, availability: deps.temporal.availability,
+    db: deps.db, settings: deps.settings, deployments: deps.deployments, runEvents: deps.runEvents,
+    temporal: deps.temporal.client, availability: deps.temporal.availability,
     taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
     onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
   };
