@@ -33,7 +33,9 @@ describe('following a run with a watch registered before its workflow starts', (
     return { runId, startId: Number(start.id) };
   }
 
-  const complete = (runId: string) => insertRunEvents(stack.db, runId, [{ key: 'run_complete', event: { type: 'run_complete', sessions: [] } }]);
+  const complete = (runId: string) => insertRunEvents(stack.db, runId, [
+    { key: 'run_complete', event: { type: 'run_complete', runId, sessions: [], completedBlocks: 0, duration: 0 } },
+  ]);
 
   async function follow(runId: string, options: Parameters<TestStack['deps']['runEvents']['events']>[2]): Promise<{ events: StoredRunEvent[]; ms: number }> {
     const started = performance.now();
