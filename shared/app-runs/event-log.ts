@@ -30,10 +30,16 @@ export class RunEventHub {
     const set = this.waiters.get(runId);
     if (!set) return;
     this.waiters.delete(runId);
-    for (const resolve of set) resolve();
+    for (const wakeWaiter of set) wakeWaiter();
   }
 
-  private nextNotification(runId: string, timeoutMs: number): RunNotification {
+  /**
+   * Interest in a run's next notification, registered now. `events` registers one before each read;
+   * a reader that starts later registers it early (`events`' `watch`): a run that was just recorded
+   * and whose workflow has not been started yet has no event after `run_start`, so that reader
+   * waits for the notification instead of reading first.
+   */
+  watch(runId: string, pollMs = 1_000): RunNotification {
     let resolve!: () => void;
     const promise = new Promise<void>((r) => { resolve = r; });
     const set = this.waiters.get(runId) ?? new Set();
@@ -46,17 +52,8 @@ export class RunEventHub {
     set.add(wake);
     this.waiters.set(runId, set);
     // The slow poll: a notification that never comes (missed, or no reader left) leaves no waiter behind.
-    const timer = setTimeout(() => { set.delete(wake); wake(); }, timeoutMs);
+    const timer = setTimeout(() => { set.delete(wake); wake(); }, pollMs);
     return notification;
-  }
-
-  /**
-   * Interest in a run's next notification, registered now by a reader that starts later: a run
-   * that was just recorded and whose workflow has not been started yet has no event after
-   * `run_start`, so `events` with this `watch` waits for it instead of reading first.
-   */
-  watch(runId: string, pollMs = 1_000): RunNotification {
-    return this.nextNotification(runId, pollMs);
   }
 
   async *events(db: Database, runId: string, options: { afterId?: number; signal?: AbortSignal; pollMs?: number; watch?: RunNotification } = {}): AsyncGenerator<StoredRunEvent> {
@@ -69,7 +66,7 @@ export class RunEventHub {
         return;
       }
       // Register interest before reading, so an event committed between the read and the wait still wakes us.
-      const next = watch ?? this.nextNotification(runId, options.pollMs ?? 1_000);
+      const next = watch ?? this.watch(runId, options.pollMs);
       // Nothing can have been written since the watch began until it is woken (or its poll is due).
       const readFirst = !watch || watch.woken;
       watch = undefined;

@@ -123,7 +123,7 @@ export async function streamChatCompletion(
     touch();
     if (!response.ok) {
       const body = await readLimited(response, touch);
-      throw httpError(response.status, body, redact);
+      throw providerHttpError(response.status, body, redact);
     }
     if (!response.body) throw new LlmError('LLM provider sent an empty response', 'unavailable', response.status);
     const contentType = response.headers.get('content-type') ?? '';
@@ -301,7 +301,11 @@ async function readLimited(response: Response, touch: () => void, limit = MAX_ER
   return text + decoder.decode();
 }
 
-function httpError(status: number, body: string, redact: (text: string) => string): LlmError {
+/**
+ * The error for a provider's non-2xx answer (chat completions, embeddings), its message redacted
+ * and truncated; `provider` names the caller's provider in the message.
+ */
+export function providerHttpError(status: number, body: string, redact: (text: string) => string, provider = 'LLM provider'): LlmError {
   let message = body.trim();
   try {
     const parsed = JSON.parse(body) as { error?: unknown; message?: unknown; detail?: unknown };
@@ -313,8 +317,8 @@ function httpError(status: number, body: string, redact: (text: string) => strin
   // 408 (timeout) and 429 (rate limit) are transient, like 5xx; any other 4xx is the request's fault.
   const transient = status >= 500 || status === 408 || status === 429;
   return transient
-    ? new LlmError(`LLM provider failed (HTTP ${status})${detail}`, 'unavailable', status)
-    : new LlmError(`LLM provider rejected the request (HTTP ${status})${detail}`, 'rejected', status);
+    ? new LlmError(`${provider} failed (HTTP ${status})${detail}`, 'unavailable', status)
+    : new LlmError(`${provider} rejected the request (HTTP ${status})${detail}`, 'rejected', status);
 }
 
 function errorText(error: unknown): string {
@@ -323,13 +327,14 @@ function errorText(error: unknown): string {
   return JSON.stringify(error) ?? '';
 }
 
-function truncate(text: string, max = MAX_PROVIDER_MESSAGE): string {
+/** Provider text on one line, at most `max` characters. */
+export function truncate(text: string, max = MAX_PROVIDER_MESSAGE): string {
   const single = text.replace(/\s+/g, ' ').trim();
   return single.length <= max ? single : `${single.slice(0, max - 1)}…`;
 }
 
 /** Removes the API key (and anything shaped like an OpenAI-style key) from provider text. */
-function redactor(apiKey: string | undefined): (text: string) => string {
+export function redactor(apiKey: string | undefined): (text: string) => string {
   return (text) => {
     let out = apiKey ? text.split(apiKey).join('[redacted]') : text;
     out = out.replace(/\bsk-[A-Za-z0-9_*-]{6,}/g, '[redacted]');

@@ -1,5 +1,5 @@
 import { fetch } from 'undici';
-import { LlmError } from '../app-runs/llm-client.js';
+import { LlmError, providerHttpError, redactor, truncate } from '../app-runs/llm-client.js';
 import type { Config } from '../config.js';
 import type { GraphConfig } from './config.js';
 
@@ -18,7 +18,6 @@ export const EMBEDDING_TIMEOUT_MS = 60_000;
 export const QUERY_EMBEDDING_TIMEOUT_MS = 5_000;
 /** The longest vector accepted (OpenAI's largest model has 3,072 dimensions). */
 const MAX_DIMENSIONS = 8_192;
-const MAX_ERROR_BODY = 300;
 
 export interface Embedder {
   /** Recorded on the generation: a query is compared only with vectors of the same model. */
@@ -88,7 +87,7 @@ async function embedBatch(options: EmbedderOptions, input: string[], timeoutMs: 
       signal: controller.signal,
     });
     const text = await response.text();
-    if (!response.ok) throw httpError(response.status, text, redact);
+    if (!response.ok) throw providerHttpError(response.status, text, redact, 'Embeddings provider');
     let answer: EmbeddingsAnswer;
     try {
       answer = JSON.parse(text) as EmbeddingsAnswer;
@@ -125,33 +124,6 @@ function vectorsOf(answer: EmbeddingsAnswer, count: number): number[][] {
   }
   if (vectors.some((v) => v.length !== vectors[0]!.length)) throw new LlmError('Embeddings provider answered vectors of different lengths', 'unavailable');
   return vectors;
-}
-
-function httpError(status: number, body: string, redact: (text: string) => string): LlmError {
-  let message = body.trim();
-  try {
-    const parsed = JSON.parse(body) as { error?: unknown; message?: unknown };
-    const error = parsed.error ?? parsed.message;
-    if (typeof error === 'string') message = error;
-    else if (error && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') message = (error as { message: string }).message;
-  } catch {
-    // not JSON: keep the text
-  }
-  const detail = message ? `: ${truncate(redact(message))}` : '';
-  // As llm-client: 408 and 429 are passing, like 5xx; any other 4xx is the request's fault (model, key).
-  return status >= 500 || status === 408 || status === 429
-    ? new LlmError(`Embeddings provider failed (HTTP ${status})${detail}`, 'unavailable', status)
-    : new LlmError(`Embeddings provider rejected the request (HTTP ${status})${detail}`, 'rejected', status);
-}
-
-function truncate(text: string, max = MAX_ERROR_BODY): string {
-  const single = text.replace(/\s+/g, ' ').trim();
-  return single.length <= max ? single : `${single.slice(0, max - 1)}…`;
-}
-
-/** Removes the API key (and anything shaped like an OpenAI-style key) from provider text. */
-function redactor(apiKey: string | undefined): (text: string) => string {
-  return (text) => (apiKey ? text.split(apiKey).join('[redacted]') : text).replace(/\bsk-[A-Za-z0-9_*-]{6,}/g, '[redacted]');
 }
 
 /**
