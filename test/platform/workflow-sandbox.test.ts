@@ -8,7 +8,8 @@ import { bundleWorkflows } from '../../worker/bundle.js';
 // The SDK's workflow sandbox as patches/@temporalio+worker+*.patch changes it (docs/decisions.md
 // "The workflow sandbox, patched"): a thread's call into the sandbox is watched through a shared
 // clock instead of a watchdog thread per call, and a call that never returns still ends the worker.
-// The timeout is the SDK's 5 s (it does not expose the option).
+// The timeout is the SDK's 5 s (it does not expose the option). The promise hook formats a
+// promise's stack trace only when a stack trace query reads it.
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -46,6 +47,44 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
       return [first, second];
     });
     expect(result).toEqual(['hi!', 'again!']);
+  });
+
+  // The hook keeps each promise's call sites and formats them only when this query asks: the
+  // answers below are what the SDK gave when it formatted every promise's trace as it was made.
+  const stackTracesOf = async (workflowType: string) => {
+    const taskQueue = `sandbox-${randomUUID()}`;
+    const worker = await workerFor(taskQueue);
+    return worker.runUntil(async () => {
+      const handle = await client.workflow.start(workflowType, { taskQueue, workflowId: `sandbox-wait-${randomUUID()}` });
+      try {
+        const plain = await handle.query<string>('__stack_trace');
+        const enhanced = await handle.query<{ stacks: Array<{ locations: unknown[] }> }>('__enhanced_stack_trace');
+        return { plain, enhanced };
+      } finally {
+        await handle.terminate('test over');
+      }
+    });
+  };
+  const fixture = fileURLToPath(new URL('./fixtures/sandbox-workflows.ts', import.meta.url));
+
+  it('answers the stack trace query with where the workflow waits, source-mapped', async () => {
+    const traces = await stackTracesOf('waitingWorkflow');
+    const at = (line: number, column: number) => ({ file_path: fixture, function_name: 'waitADay', line, column, internal_code: false });
+    expect(traces.plain).toBe([
+      `    at waitADay (${fixture}:23:14)\n    at waitADay (${fixture}:19:8)`,
+      `    at waitADay (${fixture}:19:8)`,
+    ].join('\n\n'));
+    expect(traces.enhanced.stacks).toEqual([{ locations: [at(23, 14), at(19, 8)] }, { locations: [at(19, 8)] }]);
+  });
+
+  it('links the promises Promise.all and Promise.race make to the aggregate, as the SDK does', async () => {
+    const traces = await stackTracesOf('racingWorkflow');
+    expect(traces.plain).toBe([
+      '    at Promise.then (<anonymous>)\n    at Function.all (<anonymous>)',
+      `    at waitADay (${fixture}:23:14)\n    at waitADay (${fixture}:28:70)`,
+      '    at Promise.then (<anonymous>)\n    at Function.race (<anonymous>)',
+      `    at race (${fixture}:28:16)`,
+    ].join('\n\n'));
   });
 
   it('ends the worker when a call into the sandbox does not return within the timeout', async () => {
