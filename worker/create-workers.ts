@@ -3,14 +3,20 @@ import { createActivities, type ActivityDeps } from '../activities/index.js';
 import { taskQueueName, taskQueues, type TaskQueueKey } from '../temporal/task-queues.js';
 
 /**
- * Per-queue worker settings. Most app runs finish in their first workflow task, and a first task is
- * always polled from the queue itself, never from a worker's sticky queue; the SDK's default gives
- * the queue itself only 2 of 10 pollers (ratio 0.2). At 50 concurrent demo runs new tasks then
- * waited for a poller (schedule-to-start p50 350 ms, p90 2.9 s) with a third of the CPU idle; at
- * half the pollers each, throughput rose from 35–45 to 46–64 runs/s (docs/decisions.md).
+ * Per-queue worker settings for app runs.
+ * - Pollers: most runs finish in their first workflow task, and a first task is always polled from
+ *   the queue itself, never from a worker's sticky queue; the SDK's default gives the queue itself
+ *   only 2 of 10 pollers (ratio 0.2). At 50 concurrent demo runs new tasks then waited for a poller
+ *   (schedule-to-start p50 350 ms, p90 2.9 s) with a third of the CPU idle; at half the pollers
+ *   each, throughput rose from 35–45 to 46–64 runs/s.
+ * - Workflow-task slots: a run holds its slot while its local activities run (`finishRun`'s write),
+ *   and a start is handed to this worker eagerly only while a slot is free. With the SDK's 40 and
+ *   50 runs in flight, the starts that found none went through the queue and waited there behind
+ *   the others: p99 2.0–2.2× p50 and 9–10 ms of Temporal CPU per run, against 1.7–1.8× and 7.1–7.4
+ *   ms with 200 (interleaved pairs, docs/decisions.md "Tail latency under load").
  */
 const queueOptions: Partial<Record<TaskQueueKey, Partial<WorkerOptions>>> = {
-  appRuns: { nonStickyToStickyPollRatio: 1 },
+  appRuns: { nonStickyToStickyPollRatio: 1, maxConcurrentWorkflowTaskExecutions: 200 },
 };
 
 export interface WorkerSet {
