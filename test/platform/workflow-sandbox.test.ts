@@ -8,10 +8,12 @@ import { bundleWorkflows } from '../../worker/bundle.js';
 // The SDK's workflow sandbox as patches/@temporalio+worker+*.patch changes it (docs/decisions.md
 // "The workflow sandbox, patched"): a thread's call into the sandbox is watched through a shared
 // clock instead of a watchdog thread per call, and a call that never returns still ends the worker.
-// The timeout is the SDK's 5 s (it does not expose the option). The promise hook formats a
-// promise's stack trace only when a stack trace query reads it.
+// The timeout is the SDK's 5 s (it does not expose the option). The stack trace query, which the
+// patched promise hook feeds, answers as pinned below.
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
+
+const fixture = fileURLToPath(new URL('./fixtures/sandbox-workflows.ts', import.meta.url));
 
 describe('the patched workflow sandbox on the real Temporal dev server', () => {
   let connection: NativeConnection;
@@ -27,7 +29,7 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
     const address = inject('temporalAddress');
     [connection, clientConnection, workflowBundle] = await Promise.all([
       NativeConnection.connect({ address }), Connection.connect({ address }),
-      bundleWorkflows(fileURLToPath(new URL('./fixtures/sandbox-workflows.ts', import.meta.url))),
+      bundleWorkflows(fixture),
     ]);
     client = new Client({ connection: clientConnection });
   });
@@ -49,8 +51,7 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
     expect(result).toEqual(['hi!', 'again!']);
   });
 
-  // The hook keeps each promise's call sites and formats them only when this query asks: the
-  // answers below are what the SDK gave when it formatted every promise's trace as it was made.
+  // What operators see in the UI's "Stack Trace": a change to the sandbox patch must keep these answers.
   const stackTracesOf = async (workflowType: string) => {
     const taskQueue = `sandbox-${randomUUID()}`;
     const worker = await workerFor(taskQueue);
@@ -65,8 +66,6 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
       }
     });
   };
-  const fixture = fileURLToPath(new URL('./fixtures/sandbox-workflows.ts', import.meta.url));
-
   it('answers the stack trace query with where the workflow waits, source-mapped', async () => {
     const traces = await stackTracesOf('waitingWorkflow');
     const at = (line: number, column: number) => ({ file_path: fixture, function_name: 'waitADay', line, column, internal_code: false });
