@@ -8,6 +8,8 @@ import { readRunEventsAfter, type StoredRunEvent } from './run-events-repository
 export interface RunNotification {
   promise: Promise<void>;
   woken: boolean;
+  /** The run's terminal event, when the notification that woke it carried it (the run's final write). */
+  terminal?: StoredRunEvent;
   cancel(): void;
 }
 
@@ -19,18 +21,26 @@ const OUTAGE_PATIENCE_MS = 60_000;
  * the terminal event. NOTIFY wakes readers at once; a slow poll covers a missed notification.
  */
 export class RunEventHub {
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly waiters = new Map<string, Set<(terminal?: StoredRunEvent) => void>>();
 
   follow(listener: PgListener): void {
-    listener.on(RUN_EVENTS_CHANNEL, (runId) => this.wake(runId));
+    listener.on(RUN_EVENTS_CHANNEL, (payload) => this.notified(payload));
     listener.onReconnect(() => { for (const runId of [...this.waiters.keys()]) this.wake(runId); });
   }
 
-  private wake(runId: string): void {
+  /** A notification: `<runId>`, or `<runId> <terminal event as JSON>` from the run's final write. */
+  private notified(payload: string): void {
+    const space = payload.indexOf(' ');
+    const runId = space < 0 ? payload : payload.slice(0, space);
+    if (!this.waiters.has(runId)) return;
+    this.wake(runId, space < 0 ? undefined : terminalEventOf(payload.slice(space + 1)));
+  }
+
+  private wake(runId: string, terminal?: StoredRunEvent): void {
     const set = this.waiters.get(runId);
     if (!set) return;
     this.waiters.delete(runId);
-    for (const wakeWaiter of set) wakeWaiter();
+    for (const wakeWaiter of set) wakeWaiter(terminal);
   }
 
   /**
@@ -42,13 +52,17 @@ export class RunEventHub {
   watch(runId: string, pollMs = 1_000): RunNotification {
     let resolve!: () => void;
     const promise = new Promise<void>((r) => { resolve = r; });
-    const set = this.waiters.get(runId) ?? new Set();
+    const set = this.waiters.get(runId) ?? new Set<(terminal?: StoredRunEvent) => void>();
     const notification: RunNotification = {
       promise: promise.finally(() => clearTimeout(timer)),
       woken: false,
       cancel: () => { set.delete(wake); clearTimeout(timer); resolve(); },
     };
-    const wake = () => { notification.woken = true; resolve(); };
+    const wake = (terminal?: StoredRunEvent) => {
+      notification.woken = true;
+      if (terminal) notification.terminal = terminal;
+      resolve();
+    };
     set.add(wake);
     this.waiters.set(runId, set);
     // The slow poll: a notification that never comes (missed, or no reader left) leaves no waiter behind.
@@ -56,7 +70,12 @@ export class RunEventHub {
     return notification;
   }
 
-  async *events(db: Database, runId: string, options: { afterId?: number; signal?: AbortSignal; pollMs?: number; watch?: RunNotification } = {}): AsyncGenerator<StoredRunEvent> {
+  /**
+   * The run's events after `afterId` until the terminal one. `terminalOnly` (a caller waiting for
+   * the JSON result) may skip the others: a terminal event that came with its notification is then
+   * taken as it is, without a read.
+   */
+  async *events(db: Database, runId: string, options: { afterId?: number; signal?: AbortSignal; pollMs?: number; watch?: RunNotification; terminalOnly?: boolean } = {}): AsyncGenerator<StoredRunEvent> {
     let lastId = options.afterId ?? 0;
     let outageSince: number | null = null;
     let watch = options.watch;
@@ -72,32 +91,52 @@ export class RunEventHub {
       watch = undefined;
       const onAbort = () => next.cancel();
       options.signal?.addEventListener('abort', onAbort, { once: true });
+      // A JSON caller's terminal event may come with its notification; then nothing needs reading
+      // (a carried event means the watch was woken, so `readFirst` holds).
+      const carried = () => (options.terminalOnly ? next.terminal : undefined);
       try {
         if (!readFirst) {
           await next.promise;
-          continue;
+        } else if (!carried()) {
+          let batch: StoredRunEvent[] = [];
+          try {
+            batch = await readRunEventsAfter(db, runId, lastId);
+            outageSince = null;
+          } catch (error) {
+            // A follower outlives a database restart: it reads on once PostgreSQL answers (its run
+            // goes on meanwhile), and gives up, as 503, only when the outage lasts.
+            if (!isDatabaseUnavailable(error)) throw error;
+            outageSince ??= Date.now();
+            if (Date.now() - outageSince > OUTAGE_PATIENCE_MS) throw error;
+          }
+          for (const event of batch) {
+            lastId = event.id;
+            yield event;
+            if (terminalEventTypes.has(event.type)) return;
+          }
+          if (batch.length === 0) await next.promise;
         }
-        let batch: StoredRunEvent[] = [];
-        try {
-          batch = await readRunEventsAfter(db, runId, lastId);
-          outageSince = null;
-        } catch (error) {
-          // A follower outlives a database restart: it reads on once PostgreSQL answers (its run
-          // goes on meanwhile), and gives up, as 503, only when the outage lasts.
-          if (!isDatabaseUnavailable(error)) throw error;
-          outageSince ??= Date.now();
-          if (Date.now() - outageSince > OUTAGE_PATIENCE_MS) throw error;
+        const terminal = carried();
+        if (terminal) {
+          yield terminal;
+          return;
         }
-        for (const event of batch) {
-          lastId = event.id;
-          yield event;
-          if (terminalEventTypes.has(event.type)) return;
-        }
-        if (batch.length === 0) await next.promise;
       } finally {
         next.cancel();
         options.signal?.removeEventListener('abort', onAbort);
       }
     }
+  }
+}
+
+/** The terminal event a notification carried, or undefined when it is not one (the reader then reads the table). */
+function terminalEventOf(json: string): StoredRunEvent | undefined {
+  try {
+    const event = JSON.parse(json) as Partial<StoredRunEvent>;
+    const valid = typeof event.id === 'number' && typeof event.type === 'string' && terminalEventTypes.has(event.type)
+      && typeof event.payload === 'object' && event.payload !== null;
+    return valid ? { id: event.id!, type: event.type!, payload: event.payload! } : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -10,7 +10,8 @@ import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEventType } from './eve
 // The one owner of `run_events`: every statement that reads or writes the table is here. Events are
 // stored with `type` in its column and the other fields in `payload`, keyed per run (`event_key`) so
 // a retried writer re-sends the same keys and they are ignored, and every write NOTIFYs
-// `run_events` with the run id (delivered on commit) so streaming readers wake at once.
+// `run_events` with the run id (delivered on commit) so streaming readers wake at once; the final
+// write adds the terminal event to it (`finishRunWithEvents`).
 
 export interface StoredRunEvent { id: number; type: RunEventType; payload: Record<string, unknown> }
 
@@ -77,10 +78,17 @@ export interface RunEnding {
 }
 
 /**
+ * A terminal event this small rides in its NOTIFY (`<runId> <event as JSON>`), so a caller waiting
+ * for the JSON result needs no read after it; PostgreSQL refuses payloads of 8000 bytes or more.
+ */
+const MAX_NOTIFIED_TERMINAL_BYTES = 7_900;
+
+/**
  * Appends the walk's last events and the terminal one and makes the `runs` row final, in one
  * statement: a reader that sees the terminal event finds the row final. `run_complete` gets
  * `duration` from the database clock (from the row's creation) and is also the row's `result`.
- * A start of the run still in the outbox is done with: the run has ended.
+ * A start of the run still in the outbox is done with: the run has ended. The NOTIFY carries the
+ * stored terminal event when it is small (`MAX_NOTIFIED_TERMINAL_BYTES`), the run id alone otherwise.
  * Returns whether this call finished the run (false: it was already finished).
  */
 export async function finishRunWithEvents(db: Database, runId: string, ending: RunEnding, events: KeyedRunEvent[]): Promise<boolean> {
@@ -109,9 +117,13 @@ export async function finishRunWithEvents(db: Database, runId: string, ending: R
       ) AS walk
       ORDER BY walk.ord
       ON CONFLICT (run_id, event_key) DO NOTHING
-      RETURNING 1
+      RETURNING id, type, payload
+    ), terminal_note AS (
+      SELECT json_build_object('id', id, 'type', type, 'payload', payload)::text AS note FROM appended WHERE type = ${terminal.type}::text
     ), notified AS (
-      SELECT pg_notify(${RUN_EVENTS_CHANNEL}, ${runId}) WHERE EXISTS (SELECT 1 FROM appended)
+      SELECT pg_notify(${RUN_EVENTS_CHANNEL}, coalesce(
+        (SELECT ${runId}::text || ' ' || note FROM terminal_note WHERE octet_length(note) <= ${MAX_NOTIFIED_TERMINAL_BYTES}), ${runId}::text
+      )) WHERE EXISTS (SELECT 1 FROM appended)
     )
     SELECT EXISTS (SELECT 1 FROM finished) AS finished, (SELECT count(*) FROM notified) AS notified
   `.compile(db));

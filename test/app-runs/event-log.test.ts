@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleGraph } from '../../shared/app-runs/example-graph.js';
 import { insertRunEvents, type StoredRunEvent } from '../../shared/app-runs/run-events-repository.js';
@@ -73,6 +74,49 @@ describe('following a run with a watch registered before its workflow starts', (
     const { events, ms } = await follow(runId, { afterId: startId, watch, pollMs: 300 });
     expect(events.map((e) => e.type)).toEqual(['run_complete']);
     expect(ms).toBeLessThan(3_000);
+  });
+
+  // The run's final write NOTIFYs `<runId> <terminal event as JSON>` (run-events-repository.ts).
+  const notifyTerminal = (runId: string, event: object | string) =>
+    sql`SELECT pg_notify('run_events', ${`${runId} ${typeof event === 'string' ? event : JSON.stringify(event)}`})`.execute(stack.db);
+
+  it('a JSON caller takes the terminal event its notification carried, without reading the table', async () => {
+    const { runId, startId } = await recordRun();
+    const carried = { id: startId + 1000, type: 'run_complete', payload: { runId, sessions: [], completedBlocks: 0, duration: 7 } };
+    // Only in the notification, not in the table: a follower that read would never see it.
+    const watch = stack.deps.runEvents.watch(runId, 10_000);
+    const following = follow(runId, { afterId: startId, watch, pollMs: 10_000, terminalOnly: true });
+    await notifyTerminal(runId, carried);
+    const { events, ms } = await following;
+    expect(events).toEqual([carried]);
+    expect(ms).toBeLessThan(5_000);
+  });
+
+  it('a follower of every event reads the log even when the notification carried the terminal event', async () => {
+    const { runId, startId } = await recordRun();
+    const watch = stack.deps.runEvents.watch(runId, 10_000);
+    const following = follow(runId, { afterId: startId, watch, pollMs: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await stack.db.insertInto('run_events').values({ run_id: runId, event_key: 'x:block_end', type: 'block_end', payload: '{"blockId":"x"}' }).execute();
+    await complete(runId);
+    const stored = await stack.db.selectFrom('run_events').select(['id', 'type', 'payload']).where('run_id', '=', runId).where('type', '=', 'run_complete').executeTakeFirstOrThrow();
+    await notifyTerminal(runId, stored);
+    const { events } = await following;
+    expect(events.map((e) => e.type)).toEqual(['block_end', 'run_complete']);
+  });
+
+  it('a notification whose event is not a terminal one, or not JSON, only wakes the JSON caller, which then reads', async () => {
+    for (const bad of ['{"id":1,"type":"block_end","payload":{}}', 'not json', '{"id":"1","type":"run_complete","payload":{}}']) {
+      const { runId, startId } = await recordRun();
+      const watch = stack.deps.runEvents.watch(runId, 10_000);
+      const following = follow(runId, { afterId: startId, watch, pollMs: 10_000, terminalOnly: true });
+      await notifyTerminal(runId, bad);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await complete(runId);
+      const { events } = await following;
+      expect(events.map((e) => e.type)).toEqual(['run_complete']);
+      expect(events[0]!.id).toBeGreaterThan(startId);
+    }
   });
 
   it('a follower that is aborted before it reads leaves no waiter behind', async () => {

@@ -312,6 +312,24 @@ describe('app run workflow on the real stack', () => {
     expect((await runRow(runId)).result).toEqual(row.result);
   });
 
+  it('a terminal event too large for a NOTIFY payload is announced by the run id alone', async () => {
+    const runId = await createRun(exampleGraph, { name: 'Ada' });
+    const activities = createAppRunActivities({ db: stack.db });
+    const listener = new pg.Client({ connectionString: stack.databaseUrl });
+    await listener.connect();
+    const notified: string[] = [];
+    listener.on('notification', (message) => notified.push(message.payload ?? ''));
+    await listener.query('LISTEN run_events');
+    try {
+      const sessions = [{ blockId: 'o', blockType: 'output', blockName: 'o', status: 'completed' as const, output: 'x'.repeat(9_000) }];
+      expect(await activities.finishRun({ runId, outcome: { status: 'completed', sessions, completedBlocks: 1 } })).toEqual({ status: 'completed', finished: true });
+      for (let i = 0; i < 50 && !notified.some((n) => n.startsWith(runId)); i++) await delay(20);
+      expect(notified.filter((n) => n.startsWith(runId))).toEqual([runId]);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('a retried append does not duplicate events, is announced by NOTIFY, and nothing follows the terminal event', async () => {
     const runId = await createRun(exampleGraph, { name: 'Ada' });
     const activities = createAppRunActivities({ db: stack.db });
@@ -336,6 +354,11 @@ describe('app run workflow on the real stack', () => {
 
       const outcome = { status: 'completed' as const, sessions: [], completedBlocks: 0 };
       expect(await activities.finishRun({ runId, outcome })).toEqual({ status: 'completed', finished: true });
+      // The final write's notification carries the terminal event as stored (a JSON caller reads nothing after it).
+      const [terminal] = (await eventsOf(runId)).filter((e) => e.type === 'run_complete');
+      for (let i = 0; i < 50 && !notified.some((n) => n.startsWith(`run_events:${runId} `)); i++) await delay(20);
+      const carried = notified.find((n) => n.startsWith(`run_events:${runId} `))!;
+      expect(JSON.parse(carried.slice(`run_events:${runId} `.length))).toEqual({ id: Number(terminal!.id), type: 'run_complete', payload: terminal!.payload });
       expect(await activities.finishRun({ runId, outcome: { status: 'failed', error: 'late' } })).toEqual({ status: 'completed', finished: false });
       expect(await activities.appendRunEvents({ runId, events: [{ key: 'o:block_end', event: { type: 'block_end', blockId: 'o' } }] }))
         .toEqual({ appended: 0, runOpen: false });

@@ -28,12 +28,15 @@ export function eventFrame(event: StoredRunEvent, format: StreamFormat): string 
   return format === 'sse' ? `id: ${event.id}\nevent: ${event.type}\ndata: ${data}\n\n` : `${data}\n`;
 }
 
-/** The run's events from its start: a new run's `run_start` at once, then the log after it (a replay reads it all). */
-async function* runEventsOf(deps: ReplyDeps, reply: FastifyReply, run: StartedRun): AsyncGenerator<StoredRunEvent> {
+/**
+ * The run's events from its start: a new run's `run_start` at once, then the log after it (a replay
+ * reads it all). `terminalOnly`: the caller needs only the terminal event (event-log.ts).
+ */
+async function* runEventsOf(deps: ReplyDeps, reply: FastifyReply, run: StartedRun, terminalOnly = false): AsyncGenerator<StoredRunEvent> {
   const abort = new AbortController();
   reply.raw.once('close', () => abort.abort());
   if (run.startEvent) yield run.startEvent;
-  yield* deps.runEvents.events(deps.db, run.runId, { signal: abort.signal, afterId: run.startEvent?.id, watch: run.watch });
+  yield* deps.runEvents.events(deps.db, run.runId, { signal: abort.signal, afterId: run.startEvent?.id, watch: run.watch, terminalOnly });
 }
 
 /**
@@ -44,7 +47,7 @@ export async function awaitRunResult(deps: ReplyDeps, reply: FastifyReply, run: 
   await run.started;
   reply.header('x-run-id', run.runId);
   let terminal: StoredRunEvent | undefined;
-  for await (const event of runEventsOf(deps, reply, run)) terminal = event;
+  for await (const event of runEventsOf(deps, reply, run, true)) terminal = event;
   return runResultOf(run.runId, run.documentId, terminal);
 }
 
