@@ -14,9 +14,14 @@ import { taskQueueName, taskQueues, type TaskQueueKey } from '../temporal/task-q
  *   50 runs in flight, the starts that found none went through the queue and waited there behind
  *   the others: p99 2.0–2.2× p50 and 9–10 ms of Temporal CPU per run, against 1.7–1.8× and 7.1–7.4
  *   ms with 200 (interleaved pairs, docs/decisions.md "Tail latency under load").
+ * - No stack trace per promise (`workflowStackTraces`, an option our SDK patch adds): the SDK
+ *   records one for every promise workflow code makes, for the UI's "Stack Trace" query, which for
+ *   an app run always names the same line of the graph walk (what a run waits for is in its pending
+ *   activities and its event log). That was 1.3–1.6 ms of the workflow thread's 3.5 per demo run.
+ *   The other queues (sagas, pollers, schedules) keep it; set `true` here to have it for app runs.
  */
 const queueOptions: Partial<Record<TaskQueueKey, Partial<WorkerOptions>>> = {
-  appRuns: { nonStickyToStickyPollRatio: 1, maxConcurrentWorkflowTaskExecutions: 200 },
+  appRuns: { nonStickyToStickyPollRatio: 1, maxConcurrentWorkflowTaskExecutions: 200, workflowStackTraces: false },
 };
 
 export interface WorkerSet {

@@ -6,6 +6,8 @@
 // thread's time on the demo app; at 3 the run path's workflow CPU fell from about 4.6 to 3.3 ms a
 // run (docs/decisions.md). Three frames still name where an error in workflow code was thrown and
 // its two callers; activity errors keep their full stacks (they are made outside the sandbox).
+// The app-runs worker records no trace per promise at all (worker/create-workers.ts); the limit
+// still serves the other queues' workers and every error stack.
 Error.stackTraceLimit = 3;
 
 export {};

@@ -11,21 +11,22 @@ export async function opsPerSecond(fn: () => Promise<unknown> | unknown, iterati
   return rates[Math.floor(rates.length / 2)]!;
 }
 
+/** One round of `total` calls with `concurrency` callers in flight at once: its ops/s. */
+export async function concurrentRound(fn: () => Promise<unknown>, total: number, concurrency: number): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => { while (next++ < total) await fn(); }));
+  return total / ((performance.now() - started) / 1000);
+}
+
+export const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
 /** Like opsPerSecond, with `concurrency` callers in flight at once (for servers). */
 export async function concurrentOpsPerSecond(fn: () => Promise<unknown>, total: number, concurrency: number, rounds = 3): Promise<number> {
-  const run = async () => {
-    let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => { while (next++ < total) await fn(); }));
-  };
-  await run();
+  await concurrentRound(fn, total, concurrency);
   const rates: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const started = performance.now();
-    await run();
-    rates.push(total / ((performance.now() - started) / 1000));
-  }
-  rates.sort((a, b) => a - b);
-  return rates[Math.floor(rates.length / 2)]!;
+  for (let r = 0; r < rounds; r++) rates.push(await concurrentRound(fn, total, concurrency));
+  return median(rates);
 }
 
 export interface Comparison { name: string; baseline: string; baselineOps: number; candidate: string; candidateOps: number }

@@ -26,6 +26,8 @@ export interface EvaluationContext {
  * evaluated again by a local activity, bounded by JSONata's own timeout. Either way no expression
  * runs near the 5 s deadlock timeout of a workflow task, past which the SDK stops the sandbox
  * mid-evaluation and Node aborts the whole worker ("async hook stack has become corrupted").
+ * The app-runs worker now runs without that hook (worker/create-workers.ts); the budget stays, as
+ * other workers keep it and an expression's cost is unbounded either way.
  */
 export type JsonataGuard = { maxSteps: number; maxItems: number } | { timeoutMs: number };
 // Measured under a stack-capturing promise hook, with the awaited hooks that counted then: 5,000

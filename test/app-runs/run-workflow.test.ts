@@ -252,6 +252,14 @@ describe('app run workflow on the real stack', () => {
     expect(await runRow(runId)).toMatchObject({ status: 'timed_out', result: null, error: 'The run did not finish within 1 seconds' });
   });
 
+  it('the app-runs worker records no stack trace per promise: the Stack Trace query says so (worker/create-workers.ts)', async () => {
+    const runId = await createRun(exampleGraph, { name: 'Ada' });
+    expect(await execute({ runId, trace: false, timeoutSeconds: 60 })).toEqual({ runId, status: 'completed' });
+    // A closed workflow is queried by replaying it on its task queue's worker.
+    const handle = stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(runId));
+    await expect(handle.query('__stack_trace')).rejects.toThrow('Workflow stack traces are not enabled on this worker');
+  });
+
   it('cancellation: run_error cancelled, row cancelled', async () => {
     const runId = await createRun(exampleGraph, { name: 'Ada' });
     const outcome = await withDeploymentsLocked(async () => {

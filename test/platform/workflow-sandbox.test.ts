@@ -9,7 +9,7 @@ import { bundleWorkflows } from '../../worker/bundle.js';
 // "The workflow sandbox, patched"): a thread's call into the sandbox is watched through a shared
 // clock instead of a watchdog thread per call, and a call that never returns still ends the worker.
 // The timeout is the SDK's 5 s (it does not expose the option). The stack trace query, which the
-// patched promise hook feeds, answers as pinned below.
+// patched promise hook feeds, answers as pinned below; a worker may opt out of it (`workflowStackTraces`).
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -20,9 +20,10 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
   let clientConnection: Connection;
   let client: Client;
   let workflowBundle: Awaited<ReturnType<typeof bundleWorkflows>>;
-  const workerFor = (taskQueue: string) => Worker.create({
+  const workerFor = (taskQueue: string, options: { workflowStackTraces?: boolean } = {}) => Worker.create({
     connection, taskQueue, workflowBundle,
     activities: { echo: async (value: string) => value },
+    ...options,
   });
 
   beforeAll(async () => {
@@ -84,6 +85,23 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
       '    at Promise.then (<anonymous>)\n    at Function.race (<anonymous>)',
       `    at race (${fixture}:28:16)`,
     ].join('\n\n'));
+  });
+
+  it('a worker created with workflowStackTraces: false records none (its query says so), while another worker in the process still does', async () => {
+    const [without, withTraces] = [`sandbox-${randomUUID()}`, `sandbox-${randomUUID()}`];
+    const [workerWithout, workerWith] = await Promise.all([workerFor(without, { workflowStackTraces: false }), workerFor(withTraces)]);
+    const answers = await workerWithout.runUntil(() => workerWith.runUntil(async () => {
+      const [a, b] = await Promise.all([without, withTraces].map((taskQueue) =>
+        client.workflow.start('waitingWorkflow', { taskQueue, workflowId: `sandbox-wait-${randomUUID()}` })));
+      try {
+        return await Promise.all([a!, b!].map((handle) => handle.query<string>('__stack_trace').catch((error: Error) => error)));
+      } finally {
+        await Promise.all([a!, b!].map((handle) => handle.terminate('test over')));
+      }
+    }));
+    expect(answers[0]).toBeInstanceOf(Error);
+    expect((answers[0] as Error).message).toContain('Workflow stack traces are not enabled on this worker');
+    expect(answers[1]).toContain(`at waitADay (${fixture}:23:14)`);
   });
 
   it('ends the worker when a call into the sandbox does not return within the timeout', async () => {
