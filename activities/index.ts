@@ -4,6 +4,7 @@ import { createHttpBlockActivities } from './app-runs/http-block.js';
 import { createLlmBlockActivities } from './app-runs/llm-block.js';
 import { createPdfInputActivities } from './app-runs/pdf-input.js';
 import { createAppRunActivities } from './app-runs/run-events.js';
+import { createAppRunSinks } from './app-runs/finish-sink.js';
 import { createPlatformActivities } from './platform/probes.js';
 import { createScheduledRunActivities } from './schedules/scheduled-run.js';
 import { createOrderSagaActivities } from './hardware-sales/order-saga.js';
@@ -29,3 +30,8 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/** Every sink of the service (calls out of workflow code that return nothing), with its dependencies injected. */
+export function createSinks(deps: ActivityDeps) {
+  return { ...createAppRunSinks(deps) };
+}

@@ -1,5 +1,5 @@
 import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from '../activities/index.js';
+import { createActivities, createSinks, type ActivityDeps } from '../activities/index.js';
 import { taskQueueName, taskQueues, type TaskQueueKey } from '../temporal/task-queues.js';
 
 /**
@@ -41,6 +41,7 @@ export async function createWorkers(options: {
   taskQueueSuffix?: string;
 }): Promise<WorkerSet> {
   const activities = createActivities(options.deps);
+  const sinks = createSinks(options.deps);
   const workers = await Promise.all(
     (Object.keys(taskQueues) as TaskQueueKey[]).map((key) =>
       Worker.create({
@@ -49,6 +50,7 @@ export async function createWorkers(options: {
         taskQueue: taskQueueName(key, options.taskQueueSuffix),
         workflowBundle: options.workflowBundle,
         activities,
+        sinks,
         ...queueOptions[key],
       }),
     ),

@@ -19,6 +19,13 @@ export interface AppRunInput {
   timeoutSeconds: number | null;
   /** The graph and inputs, when the starter passed them (`planForRun.inline`, run-service.ts); otherwise `loadRunPlan` reads them. */
   plan?: RunPlan;
+  /**
+   * The run's final write goes through the `appRuns.finish` sink as the workflow task that ends the
+   * run completes, instead of the `finishRun` local activity: no second activation, no marker in
+   * history (docs/app-runs.md "How a run ends"). Every starter sets it; it is absent in the histories
+   * of runs started before it existed, which replay through the local activity.
+   */
+  finishBySink?: boolean;
 }
 
 /** The start options every start of `appRunWorkflow` sets (client start or child): search attributes and summary. */
@@ -26,7 +33,11 @@ export interface AppRunStartOptions { typedSearchAttributes: SearchAttributePair
 
 export interface AppRunResult {
   runId: string;
-  /** The `runs` row's final status. */
+  /**
+   * How the run ended: the `runs` row's final status, unless the run was finished elsewhere first
+   * (cancelled, or ended by the reconciler), which the row then says. Runs ended through the sink
+   * report their own ending, as the sink returns nothing to workflow code.
+   */
   status: RunStatus;
 }
 
@@ -40,6 +51,25 @@ export interface KeyedRunEvent {
 export type RunOutcome =
   | { status: 'completed'; sessions: Session[]; completedBlocks: number; globalCtx?: Record<string, unknown> }
   | { status: 'failed' | 'timed_out' | 'cancelled'; error: string; sessions?: Session[] };
+
+/** The run's final write: `finishRun`'s input (local activity) and the `appRuns.finish` sink's. */
+export interface FinishRunInput {
+  runId: string;
+  outcome: RunOutcome;
+  /** The walk's events not written yet: written before the terminal one, in the same statement. */
+  events?: KeyedRunEvent[];
+}
+
+/**
+ * The run workflow's sinks: calls out of workflow code that return nothing, made by the worker
+ * right after the workflow task's code ran and before the task completes (activities/app-runs/finish-sink.ts).
+ */
+export type AppRunSinks = {
+  appRuns: {
+    /** Idempotent; the worker fails the workflow task when it cannot write, so Temporal retries it. */
+    finish(input: FinishRunInput): void;
+  };
+};
 
 /** What a block can read, as the workflow holds it (values may be claims): `evaluateBlockInActivity`'s input. */
 export interface ActivityEvaluationInput {

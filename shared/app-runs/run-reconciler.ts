@@ -86,7 +86,7 @@ async function workflowStatusOf(client: Client, runId: string): Promise<string> 
 function restartOf(run: OpenRun, taskQueue: string): WorkflowStart {
   return {
     workflowId: workflowIds.appRun(run.id), workflowType: 'appRunWorkflow', taskQueue,
-    args: [{ runId: run.id, trace: false, timeoutSeconds: run.timeout_seconds } satisfies AppRunInput],
+    args: [{ runId: run.id, trace: false, timeoutSeconds: run.timeout_seconds, finishBySink: true } satisfies AppRunInput],
     search: { teamId: run.team_id, deploymentId: run.deployment_id, documentId: run.document_id, triggerSource: run.trigger_source },
   };
 }

@@ -169,7 +169,7 @@ export async function admitRun(
   };
   const costMilli = runBaseCostMilli(await settings.get('billing.rules'));
   const plan = planForRun.inline(graph, deployment.document_id, inputs);
-  const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, ...(plan ? { plan } : {}) };
+  const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, finishBySink: true, ...(plan ? { plan } : {}) };
   const search = searchMetaOf(row, deployment);
   const staticSummary = runSummary(deployment.app_name, formatVersion(versionOfRow(deployment)));
   // The recorded start leaves the inline plan out: a workflow the dispatcher starts loads it by activity.

@@ -5,6 +5,10 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAppRunActivities } from '../../activities/app-runs/run-events.js';
+import { finishThroughSink } from '../../activities/app-runs/finish-sink.js';
+import { isDatabaseUnavailable } from '../../shared/dependency-errors.js';
+import { createDb } from '../../shared/db/client.js';
+import { findFreePort } from '../../shared/ports.js';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
@@ -45,12 +49,23 @@ describe('app run workflow on the real stack', () => {
     return runId;
   }
 
+  /** As every starter starts a run (run-service.ts): ending through the `appRuns.finish` sink, unless the test says otherwise. */
   function startOptions(input: AppRunInput) {
     return {
       taskQueue: taskQueueName('appRuns', stack.config.TEMPORAL_TASK_QUEUE_SUFFIX),
       workflowId: workflowIds.appRun(input.runId),
-      args: [input] as [AppRunInput],
+      args: [{ finishBySink: true, ...input }] as [AppRunInput],
     };
+  }
+
+  /** The run's history once its workflow has closed: its events, and all of it as text with payloads decoded. */
+  async function historyOf(runId: string) {
+    const handle = stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(runId));
+    await handle.result().catch(() => undefined);
+    const events = (await handle.fetchHistory()).events ?? [];
+    const decode = (data: unknown) => (data instanceof Uint8Array ? Buffer.from(data).toString('utf8') : Buffer.from(String(data), 'base64').toString('utf8'));
+    const text = JSON.stringify(events, (key, v: unknown) => (v instanceof Uint8Array || (key === 'data' && typeof v === 'string') ? decode(v) : v));
+    return { events, text };
   }
 
   async function execute(input: AppRunInput): Promise<AppRunResult> {
@@ -294,6 +309,70 @@ describe('app run workflow on the real stack', () => {
     const runaway = await createRun({ ...graph, blocks: graph.blocks.map((b) => b.id === 'x' ? { ...b, config: { expression: '$sum([1..$n].($sum([1..$n])))' } } : b) }, { n: 100_000 });
     expect(await execute({ runId: runaway, trace: false, timeoutSeconds: 60 })).toEqual({ runId: runaway, status: 'failed' });
     expect((await eventsOf(runaway)).find((e) => e.event_key === 'x:block_error')!.payload).toMatchObject({ blockId: 'x', error: expect.stringMatching(/D1012/) });
+  });
+
+  it('a run ends through the appRuns.finish sink: one workflow task, and no finishRun local activity in its history', async () => {
+    const runId = await createRun(exampleGraph, { name: 'Ada' });
+    expect(await execute({ runId, trace: false, timeoutSeconds: 30 })).toEqual({ runId, status: 'completed' });
+    expect((await eventsOf(runId)).map((e) => e.event_key).at(-1)).toBe('run_complete');
+    expect(await runRow(runId)).toMatchObject({ status: 'completed', result: expect.objectContaining({ runId, completedBlocks: 4 }) });
+    // Started without its plan, the run reads it by local activity (loadRunPlan): the one marker.
+    const { events, text } = await historyOf(runId);
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+    expect(events.filter((e) => e.markerRecordedEventAttributes)).toHaveLength(1);
+    expect(text).toContain('loadRunPlan');
+    expect(text).not.toContain('finishRun');
+  });
+
+  it('a run started before finishBySink existed (its argument without it) still ends through the finishRun local activity, as its history says', async () => {
+    const runId = await createRun(exampleGraph, { name: 'Ada' });
+    expect(await execute({ runId, trace: false, timeoutSeconds: 30, finishBySink: false })).toEqual({ runId, status: 'completed' });
+    expect((await eventsOf(runId)).map((e) => e.event_key).at(-1)).toBe('run_complete');
+    expect(await runRow(runId)).toMatchObject({ status: 'completed' });
+    const { events, text } = await historyOf(runId);
+    expect(events.filter((e) => e.markerRecordedEventAttributes)).toHaveLength(2);
+    expect(text).toContain('loadRunPlan');
+    expect(text).toContain('finishRun');
+  });
+
+  describe('the appRuns.finish sink (activities/app-runs/finish-sink.ts)', () => {
+    const outcome = { status: 'completed' as const, sessions: [], completedBlocks: 1 };
+
+    it('throws when PostgreSQL cannot be reached, so the workflow task fails and Temporal retries it; nothing is written', async () => {
+      const runId = await createRun(exampleGraph, { name: 'Ada' });
+      const unreachable = createDb(`postgres://postgres@127.0.0.1:${await findFreePort()}/none`, { poolSize: 1 });
+      try {
+        const error = await finishThroughSink({ db: unreachable }, { runId, outcome }).then(() => null, (e: unknown) => e);
+        expect(isDatabaseUnavailable(error)).toBe(true);
+      } finally {
+        await unreachable.destroy();
+      }
+      expect(await runRow(runId)).toMatchObject({ status: 'running' });
+      expect((await eventsOf(runId)).map((e) => e.event_key)).toEqual(['run_start']);
+    });
+
+    it('a value PostgreSQL refuses to store (a NUL character) still ends the run, as failed with an internal error', async () => {
+      const runId = await createRun(exampleGraph, { name: 'Ada' });
+      const sessions = [{ blockId: 'o', blockType: 'output', blockName: 'o', status: 'completed' as const, output: 'a\u0000b' }];
+      const events = [{ key: 'o:block_complete', event: { type: 'block_complete' as const, blockId: 'o', output: 'a\u0000b' } }];
+      await finishThroughSink({ db: stack.db }, { runId, outcome: { status: 'completed', sessions, completedBlocks: 1 }, events });
+      const stored = await eventsOf(runId);
+      expect(stored.map((e) => e.event_key)).toEqual(['run_start', 'run_error']);
+      expect(stored[1]!.payload).toEqual({ runId, error: 'The run failed because of an internal error', executionStatus: 'failed' });
+      expect(await runRow(runId)).toMatchObject({ status: 'failed', error: 'The run failed because of an internal error' });
+    });
+
+    it('is idempotent: a repeated call (a retried task) changes nothing; a run that does not exist is left alone', async () => {
+      const runId = await createRun(exampleGraph, { name: 'Ada' });
+      await finishThroughSink({ db: stack.db }, { runId, outcome });
+      const [events, row] = [await eventsOf(runId), await runRow(runId)];
+      await finishThroughSink({ db: stack.db }, { runId, outcome: { status: 'failed', error: 'late' } });
+      expect(await eventsOf(runId)).toEqual(events);
+      expect(await runRow(runId)).toEqual(row);
+      const missing = randomUUID();
+      await expect(finishThroughSink({ db: stack.db }, { runId: missing, outcome })).resolves.toBeUndefined();
+      expect(await stack.db.selectFrom('run_events').select('id').where('run_id', '=', missing).execute()).toEqual([]);
+    });
   });
 
   it('finishRun writes the walk\'s last events before the terminal one, in one go, and only once', async () => {

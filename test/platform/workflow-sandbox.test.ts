@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bundleWorkflows } from '../../worker/bundle.js';
+import type { RecordingSinks } from './fixtures/sandbox-workflows.js';
 
 // The SDK's workflow sandbox as patches/@temporalio+worker+*.patch changes it (docs/decisions.md
 // "The workflow sandbox, patched"): a thread's call into the sandbox is watched through a shared
 // clock instead of a watchdog thread per call, and a call that never returns still ends the worker.
 // The timeout is the SDK's 5 s (it does not expose the option). The stack trace query, which the
 // patched promise hook feeds, answers as pinned below; a worker may opt out of it (`workflowStackTraces`).
+// A sink function may fail the workflow task when it throws (`failWorkflowTaskOnError`): how an app
+// run's final write is made durable (activities/app-runs/finish-sink.ts).
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -20,7 +23,7 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
   let clientConnection: Connection;
   let client: Client;
   let workflowBundle: Awaited<ReturnType<typeof bundleWorkflows>>;
-  const workerFor = (taskQueue: string, options: { workflowStackTraces?: boolean } = {}) => Worker.create({
+  const workerFor = (taskQueue: string, options: { workflowStackTraces?: boolean; sinks?: InjectedSinks<RecordingSinks> } = {}) => Worker.create({
     connection, taskQueue, workflowBundle,
     activities: { echo: async (value: string) => value },
     ...options,
@@ -102,6 +105,33 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
     expect(answers[0]).toBeInstanceOf(Error);
     expect((answers[0] as Error).message).toContain('Workflow stack traces are not enabled on this worker');
     expect(answers[1]).toContain(`at waitADay (${fixture}:23:14)`);
+  });
+
+  it('a sink registered with failWorkflowTaskOnError fails the workflow task when it throws: Temporal retries the task and the sink is called again; other sinks\' errors are only logged', async () => {
+    const calls: Array<{ sink: string; value: string; attempt: number }> = [];
+    // Each sink fails its first call.
+    const failingOnce = (sink: string) => async (_info: unknown, value: string) => {
+      calls.push({ sink, value, attempt: calls.filter((c) => c.sink === sink).length + 1 });
+      if (calls.filter((c) => c.sink === sink).length === 1) throw new Error(`${sink} sink: the first write fails`);
+    };
+    const taskQueue = `sandbox-${randomUUID()}`;
+    const worker = await workerFor(taskQueue, {
+      sinks: {
+        recorder: {
+          strict: { fn: failingOnce('strict'), failWorkflowTaskOnError: true },
+          lenient: { fn: failingOnce('lenient') },
+        },
+      },
+    });
+    const histories = await worker.runUntil(async () => Promise.all((['strict', 'lenient'] as const).map(async (sink) => {
+      const handle = await client.workflow.start('sinkingWorkflow', { taskQueue, workflowId: `sandbox-sink-${randomUUID()}`, args: [sink, `to ${sink}`] });
+      expect(await handle.result()).toBe(`to ${sink}`);
+      return (await handle.fetchHistory()).events ?? [];
+    })));
+    const failedTasks = histories.map((events) => events.filter((event) => event.workflowTaskFailedEventAttributes).length);
+    expect(failedTasks).toEqual([1, 0]);
+    expect(calls.filter((c) => c.sink === 'strict')).toEqual([{ sink: 'strict', value: 'to strict', attempt: 1 }, { sink: 'strict', value: 'to strict', attempt: 2 }]);
+    expect(calls.filter((c) => c.sink === 'lenient')).toEqual([{ sink: 'lenient', value: 'to lenient', attempt: 1 }]);
   });
 
   it('ends the worker when a call into the sandbox does not return within the timeout', async () => {

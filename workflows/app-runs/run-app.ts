@@ -1,7 +1,7 @@
-import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, proxySinks, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { RunPlan } from '../../shared/app-runs/run-plan.js';
-import type { ActivityEvaluationInput, AppRunInput, AppRunResult, KeyedRunEvent, RunOutcome } from '../../shared/app-runs/contracts.js';
+import type { ActivityEvaluationInput, AppRunInput, AppRunResult, AppRunSinks, KeyedRunEvent, RunOutcome } from '../../shared/app-runs/contracts.js';
 import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
 import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
@@ -17,6 +17,8 @@ const { extractPdfText } = proxyActivities<Activities>(pdfInputActivity);
 // The plan read is one indexed query: a local activity saves the run two round trips through the server.
 // The block-evaluation activities are local too: their input (the run's values) is not recorded in history.
 const { appendRunEvents, finishRun, loadRunPlan, evaluateBlockInActivity, storeRunPayload } = proxyLocalActivities<Activities>(runEventsLocalActivity);
+// The run's final write, made by the worker as the workflow task that ends the run completes (activities/app-runs/finish-sink.ts).
+const { appRuns } = proxySinks<AppRunSinks>();
 
 /**
  * A block's output, or an I/O block's rendered call, computed in workflow code; by a local activity
@@ -60,13 +62,19 @@ const TIMED_OUT = Symbol('timed out');
 /**
  * Runs one published app (`app-run-<runId>`). The API has already inserted the `runs` row and
  * appended `run_start`; this walks the graph, appends every other event (one local activity per
- * step), and ends with exactly one terminal event written together with the final `runs` row.
+ * step), and ends with exactly one terminal event written together with the final `runs` row, by
+ * the `appRuns.finish` sink as the last workflow task completes.
  */
 export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> {
   const { runId } = input;
   const finish = async (outcome: RunOutcome, events: KeyedRunEvent[] = []): Promise<AppRunResult> => {
-    const { status } = await CancellationScope.nonCancellable(() => finishRun({ runId, outcome, events }));
-    return { runId, status };
+    // Runs started before `finishBySink` existed end through the local activity, as their histories say.
+    if (!input.finishBySink) {
+      const { status } = await CancellationScope.nonCancellable(() => finishRun({ runId, outcome, events }));
+      return { runId, status };
+    }
+    appRuns.finish({ runId, outcome, events });
+    return { runId, status: outcome.status };
   };
 
   const walkScope = new CancellationScope();
