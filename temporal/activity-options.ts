@@ -12,8 +12,9 @@ export const databaseActivity: ActivityOptions = {
 };
 
 /**
- * Run-event appends and the run's final write, as local activities: a step of a run costs no
- * round trip through the Temporal server. Idempotent (keyed events, final write only while running).
+ * Run-event appends (and the final write of runs started before the `appRuns.finish` sink existed),
+ * as local activities: a step of a run costs no round trip through the Temporal server. Idempotent
+ * (keyed events, final write only while running).
  * Retried through a database outage like `databaseActivity`; should one outlast ten minutes, the
  * run reconciler ends the run the workflow could not (shared/app-runs/run-reconciler.ts).
  */
