@@ -1,6 +1,7 @@
 import type { InjectedSinks } from '@temporalio/worker';
 import type { AppRunSinks, FinishRunInput } from '../../shared/app-runs/contracts.js';
 import { isDatabaseUnavailable } from '../../shared/dependency-errors.js';
+import { withTimeout } from '../../shared/timeout.js';
 import type { ActivityDeps } from '../deps.js';
 import { finishAppRun } from './run-events.js';
 
@@ -16,6 +17,14 @@ import { finishAppRun } from './run-events.js';
 
 const INTERNAL_FAILURE = 'The run failed because of an internal error';
 
+/**
+ * How long the write may take before the task is failed and retried, as the local activity's
+ * start-to-close timeout did: a write stuck on a lock or a silent connection must not hold the
+ * workflow task past Temporal's own timeout. The stuck write is not cancelled; should it land
+ * later, it is the same idempotent write.
+ */
+const FINISH_DEADLINE_MS = 10_000;
+
 /** The database refused the values themselves (SQLSTATE class 22, data exception; 54, a limit exceeded): writing them again would not help. */
 const refusesValues = (error: unknown): boolean => {
   const code = (error as { code?: unknown } | null)?.code;
@@ -25,9 +34,9 @@ const refusesValues = (error: unknown): boolean => {
 const runIsGone = (error: unknown): boolean => (error as { type?: unknown } | null)?.type === 'RunNotFound';
 
 /** Ends the run; throws only what a retry of the workflow task can fix. */
-export async function finishThroughSink({ db }: Pick<ActivityDeps, 'db'>, input: FinishRunInput): Promise<void> {
+export async function finishThroughSink({ db }: Pick<ActivityDeps, 'db'>, input: FinishRunInput, deadlineMs = FINISH_DEADLINE_MS): Promise<void> {
   try {
-    await finishAppRun(db, input);
+    await withTimeout(finishAppRun(db, input), deadlineMs, () => new Error(`The final write of run ${input.runId} did not finish within ${deadlineMs} ms`));
   } catch (error) {
     // The row is gone (its team was deleted): there is nothing left to end.
     if (runIsGone(error)) return;

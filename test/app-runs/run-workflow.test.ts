@@ -351,6 +351,26 @@ describe('app run workflow on the real stack', () => {
       expect((await eventsOf(runId)).map((e) => e.event_key)).toEqual(['run_start']);
     });
 
+    it('throws when the write does not finish within its deadline (a lock held elsewhere), so the task is retried; the late write lands once, harmlessly', async () => {
+      const runId = await createRun(exampleGraph, { name: 'Ada' });
+      const holder = new pg.Client({ connectionString: stack.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT id FROM runs WHERE id = $1 FOR UPDATE', [runId]);
+        await expect(finishThroughSink({ db: stack.db }, { runId, outcome }, 300)).rejects.toThrow(`The final write of run ${runId} did not finish within 300 ms`);
+        expect(await runRow(runId)).toMatchObject({ status: 'running' });
+        await holder.query('ROLLBACK');
+      } finally {
+        await holder.end();
+      }
+      // The retried task's call and the stuck write end the run once between them.
+      await finishThroughSink({ db: stack.db }, { runId, outcome });
+      for (let i = 0; i < 50 && (await eventsOf(runId)).length < 2; i++) await delay(20);
+      expect((await eventsOf(runId)).map((e) => e.event_key)).toEqual(['run_start', 'run_complete']);
+      expect(await runRow(runId)).toMatchObject({ status: 'completed' });
+    });
+
     it('a value PostgreSQL refuses to store (a NUL character) still ends the run, as failed with an internal error', async () => {
       const runId = await createRun(exampleGraph, { name: 'Ada' });
       const sessions = [{ blockId: 'o', blockType: 'output', blockName: 'o', status: 'completed' as const, output: 'a\u0000b' }];
