@@ -57,7 +57,7 @@ export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps
       const { runId } = admitted;
       // A retried activity gets the run its first try recorded (an idempotent replay): the child's input from its row.
       const workflowInput: AppRunInput = admitted.workflowInput ?? {
-        runId, trace: false,
+        runId, trace: false, finishBySink: true,
         timeoutSeconds: (await db.selectFrom('runs').select('timeout_seconds').where('id', '=', runId).executeTakeFirstOrThrow()).timeout_seconds,
       };
       await db.insertInto('schedule_logs').values({
