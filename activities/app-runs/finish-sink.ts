@@ -1,6 +1,5 @@
 import type { InjectedSinks } from '@temporalio/worker';
 import type { AppRunSinks, FinishRunInput } from '../../shared/app-runs/contracts.js';
-import { isDatabaseUnavailable } from '../../shared/dependency-errors.js';
 import { withTimeout } from '../../shared/timeout.js';
 import type { ActivityDeps } from '../deps.js';
 import { finishAppRun } from './run-events.js';
@@ -40,8 +39,8 @@ export async function finishThroughSink({ db }: Pick<ActivityDeps, 'db'>, input:
   } catch (error) {
     // The row is gone (its team was deleted): there is nothing left to end.
     if (runIsGone(error)) return;
-    // Unreachable, restarting, or any error that may pass: the task fails and Temporal retries it.
-    if (isDatabaseUnavailable(error) || !refusesValues(error)) throw error;
+    // Unreachable, restarting, past the deadline, or any error that may pass: the task fails and Temporal retries it.
+    if (!refusesValues(error)) throw error;
     // A value PostgreSQL cannot store (a NUL character in text, say): the run still ends, as failed.
     await finishAppRun(db, { runId: input.runId, outcome: { status: 'failed', error: INTERNAL_FAILURE } });
   }

@@ -7,8 +7,7 @@ export async function opsPerSecond(fn: () => Promise<unknown> | unknown, iterati
     for (let i = 0; i < iterations; i++) await fn();
     rates.push(iterations / ((performance.now() - started) / 1000));
   }
-  rates.sort((a, b) => a - b);
-  return rates[Math.floor(rates.length / 2)]!;
+  return median(rates);
 }
 
 /** One round of `total` calls with `concurrency` callers in flight at once: its ops/s. */

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/app-runs/graph.js';
 import { planForRun } from '../../shared/app-runs/run-plan.js';
-import { workflowIds } from '../../temporal/workflow-ids.js';
-import type { AppRunInput } from '../../shared/app-runs/contracts.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
+import { appRunHistoryOf } from '../harness/workflow-history.js';
 
 // The API passes a small run's plan (graph and inputs) as the workflow's argument; a large one is
 // left to the workflow's own `loadRunPlan`; a snapshot that does not validate is never run.
@@ -34,16 +33,7 @@ describe('the run plan as the workflow argument', () => {
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
     payload: JSON.stringify({ inputs, stream }),
   });
-  /** The run's workflow history once the workflow has closed (the API answers earlier): its argument, and all of it as text with payloads decoded. */
-  const historyOf = async (runId: string) => {
-    const handle = stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(runId));
-    await handle.result();
-    const events = (await handle.fetchHistory()).events ?? [];
-    const decode = (data: unknown) => (data instanceof Uint8Array ? Buffer.from(data).toString('utf8') : Buffer.from(String(data), 'base64').toString('utf8'));
-    const argument = JSON.parse(decode(events[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data)) as AppRunInput;
-    const text = JSON.stringify(events, (key, v: unknown) => (v instanceof Uint8Array || (key === 'data' && typeof v === 'string') ? decode(v) : v));
-    return { argument, text };
-  };
+  const historyOf = (runId: string) => appRunHistoryOf(stack.deps.temporal.client, runId);
 
   it('a small run starts with its plan and reads nothing back: no loadRunPlan in its history', async () => {
     const { deploymentId } = await publishDirect(stack.db, graph, { teamId });

@@ -15,6 +15,7 @@ import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { AppRunInput, AppRunResult } from '../../shared/app-runs/contracts.js';
 import { exampleGraph } from '../../shared/app-runs/example-graph.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
+import { appRunHistoryOf } from '../harness/workflow-history.js';
 
 interface EventRow { id: number; event_key: string; type: string; payload: Record<string, unknown>; created_at: Date }
 
@@ -58,15 +59,7 @@ describe('app run workflow on the real stack', () => {
     };
   }
 
-  /** The run's history once its workflow has closed: its events, and all of it as text with payloads decoded. */
-  async function historyOf(runId: string) {
-    const handle = stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(runId));
-    await handle.result().catch(() => undefined);
-    const events = (await handle.fetchHistory()).events ?? [];
-    const decode = (data: unknown) => (data instanceof Uint8Array ? Buffer.from(data).toString('utf8') : Buffer.from(String(data), 'base64').toString('utf8'));
-    const text = JSON.stringify(events, (key, v: unknown) => (v instanceof Uint8Array || (key === 'data' && typeof v === 'string') ? decode(v) : v));
-    return { events, text };
-  }
+  const historyOf = (runId: string) => appRunHistoryOf(stack.deps.temporal.client, runId);
 
   async function execute(input: AppRunInput): Promise<AppRunResult> {
     return stack.deps.temporal.client.workflow.execute('appRunWorkflow', startOptions(input)) as Promise<AppRunResult>;
@@ -76,6 +69,16 @@ describe('app run workflow on the real stack', () => {
     const rows = await stack.db.selectFrom('run_events').select(['id', 'event_key', 'type', 'payload', 'created_at'])
       .where('run_id', '=', runId).orderBy('id').execute();
     return rows as EventRow[];
+  }
+
+  /** A connection of its own listening on `run_events`: every payload it is sent, in order. */
+  async function listenToRunEvents() {
+    const listener = new pg.Client({ connectionString: stack.databaseUrl });
+    await listener.connect();
+    const notified: string[] = [];
+    listener.on('notification', (message) => notified.push(message.payload ?? ''));
+    await listener.query('LISTEN run_events');
+    return { notified, listener };
   }
 
   const runRow = (runId: string) => stack.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirstOrThrow();
@@ -422,11 +425,7 @@ describe('app run workflow on the real stack', () => {
   it('a terminal event too large for a NOTIFY payload is announced by the run id alone', async () => {
     const runId = await createRun(exampleGraph, { name: 'Ada' });
     const activities = createAppRunActivities({ db: stack.db });
-    const listener = new pg.Client({ connectionString: stack.databaseUrl });
-    await listener.connect();
-    const notified: string[] = [];
-    listener.on('notification', (message) => notified.push(message.payload ?? ''));
-    await listener.query('LISTEN run_events');
+    const { notified, listener } = await listenToRunEvents();
     try {
       const sessions = [{ blockId: 'o', blockType: 'output', blockName: 'o', status: 'completed' as const, output: 'x'.repeat(9_000) }];
       expect(await activities.finishRun({ runId, outcome: { status: 'completed', sessions, completedBlocks: 1 } })).toEqual({ status: 'completed', finished: true });
@@ -440,11 +439,7 @@ describe('app run workflow on the real stack', () => {
   it('a retried append does not duplicate events, is announced by NOTIFY, and nothing follows the terminal event', async () => {
     const runId = await createRun(exampleGraph, { name: 'Ada' });
     const activities = createAppRunActivities({ db: stack.db });
-    const listener = new pg.Client({ connectionString: stack.databaseUrl });
-    await listener.connect();
-    const notified: string[] = [];
-    listener.on('notification', (message) => notified.push(`${message.channel}:${message.payload}`));
-    await listener.query('LISTEN run_events');
+    const { notified, listener } = await listenToRunEvents();
     try {
       const step = {
         runId,
@@ -457,15 +452,15 @@ describe('app run workflow on the real stack', () => {
       expect(await activities.appendRunEvents(step)).toEqual({ appended: 0, runOpen: true });
       expect((await eventsOf(runId)).map((e) => e.event_key)).toEqual(['run_start', 'x:block_start', 'x:block_complete']);
       for (let i = 0; i < 50 && notified.length === 0; i++) await delay(20);
-      expect(notified).toContain(`run_events:${runId}`);
+      expect(notified).toContain(runId);
 
       const outcome = { status: 'completed' as const, sessions: [], completedBlocks: 0 };
       expect(await activities.finishRun({ runId, outcome })).toEqual({ status: 'completed', finished: true });
       // The final write's notification carries the terminal event as stored (a JSON caller reads nothing after it).
       const [terminal] = (await eventsOf(runId)).filter((e) => e.type === 'run_complete');
-      for (let i = 0; i < 50 && !notified.some((n) => n.startsWith(`run_events:${runId} `)); i++) await delay(20);
-      const carried = notified.find((n) => n.startsWith(`run_events:${runId} `))!;
-      expect(JSON.parse(carried.slice(`run_events:${runId} `.length))).toEqual({ id: Number(terminal!.id), type: 'run_complete', payload: terminal!.payload });
+      for (let i = 0; i < 50 && !notified.some((n) => n.startsWith(`${runId} `)); i++) await delay(20);
+      const carried = notified.find((n) => n.startsWith(`${runId} `))!;
+      expect(JSON.parse(carried.slice(`${runId} `.length))).toEqual({ id: Number(terminal!.id), type: 'run_complete', payload: terminal!.payload });
       expect(await activities.finishRun({ runId, outcome: { status: 'failed', error: 'late' } })).toEqual({ status: 'completed', finished: false });
       expect(await activities.appendRunEvents({ runId, events: [{ key: 'o:block_end', event: { type: 'block_end', blockId: 'o' } }] }))
         .toEqual({ appended: 0, runOpen: false });

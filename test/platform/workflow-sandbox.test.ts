@@ -111,8 +111,9 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
     const calls: Array<{ sink: string; value: string; attempt: number }> = [];
     // Each sink fails its first call.
     const failingOnce = (sink: string) => async (_info: unknown, value: string) => {
-      calls.push({ sink, value, attempt: calls.filter((c) => c.sink === sink).length + 1 });
-      if (calls.filter((c) => c.sink === sink).length === 1) throw new Error(`${sink} sink: the first write fails`);
+      const attempt = calls.filter((c) => c.sink === sink).length + 1;
+      calls.push({ sink, value, attempt });
+      if (attempt === 1) throw new Error(`${sink} sink: the first write fails`);
     };
     const taskQueue = `sandbox-${randomUUID()}`;
     const worker = await workerFor(taskQueue, {
