@@ -7,7 +7,7 @@ import type { Authenticator } from '../shared/credentials/authenticate.js';
 import type { IdentityProvider } from '../shared/credentials/identity-provider.js';
 import type { ScheduleTokens } from '../shared/credentials/schedule-tokens.js';
 import type { RunEventHub } from '../shared/app-runs/event-log.js';
-import type { DeploymentCache } from '../shared/app-runs/deployment-cache.js';
+import type { DeploymentCache } from '../shared/documents/deployment-cache.js';
 import type { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import type { RateLimiter } from '../shared/rate-limit/rate-limiter.js';
 import type { SecretKeyRing } from '../shared/secrets/key-ring.js';

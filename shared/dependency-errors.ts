@@ -88,7 +88,7 @@ const GRPC_UNAVAILABLE = 14;
  * Messages of connections that never reached the server: the native (Rust) client's tonic
  * transport errors ("tcp connect error", "Connection refused"), and @grpc/grpc-js's waitForReady
  * ("Failed to connect before the deadline", from `Connection.connect`). Case-sensitive on purpose:
- * our own HTTP client's "connection refused" (shared/app-runs/safe-http-client.ts) is not Temporal.
+ * our own HTTP client's "connection refused" (shared/outbound-http/safe-http-client.ts) is not Temporal.
  */
 const temporalTransportMessage = /transport error|tcp connect error|Connection refused|^Failed to connect before the deadline$/;
 

@@ -3,12 +3,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import { insertRunEvents, listBlockChunks } from '../../shared/app-runs/run-events-repository.js';
 import {
   LLM_IDLE_TIMEOUT_MS, LLM_REQUEST_TIMEOUT_MS, LlmError, streamChatCompletion, type ChatContentPart, type LlmUsage,
-} from '../../shared/app-runs/llm-client.js';
-import { modelReadsPdf } from '../../shared/app-runs/llm-files.js';
+} from '../../shared/llm-providers/llm-client.js';
+import { modelReadsPdf } from '../../shared/llm-providers/llm-files.js';
 import { createFileStore, type FileStore } from '../../shared/storage/index.js';
 import { llmFileParts } from './llm-files.js';
-import { SsrfBlockedError, InvalidUrlError, HostResolutionError, parseAllowList, vetUrl, type VettedTarget } from '../../shared/app-runs/ssrf-guard.js';
-import { chatCompletionsUrl } from '../../shared/app-runs/llm-client.js';
+import { SsrfBlockedError, InvalidUrlError, HostResolutionError, parseAllowList, vetUrl, type VettedTarget } from '../../shared/outbound-http/ssrf-guard.js';
+import { chatCompletionsUrl } from '../../shared/llm-providers/llm-client.js';
 import type { Claim } from '../../shared/app-runs/claims.js';
 import type { ClaimedIoRequest, LlmBlockRequest, LlmBlockResult } from '../../shared/app-runs/contracts.js';
 import type { Database } from '../../shared/db/client.js';
@@ -17,7 +17,7 @@ import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shar
 import { SealedSecretError, type SecretKeyRing } from '../../shared/secrets/key-ring.js';
 import { chargeLlmTokens } from '../../shared/billing/llm-charges.js';
 import { llmTokenCostMilli } from '../../shared/billing/pricing.js';
-import { countTokens } from '../../shared/app-runs/tokens.js';
+import { countTokens } from '../../shared/llm-providers/tokens.js';
 import { resolveSiteSetting } from '../../shared/site-settings/schemas.js';
 import { resolveIoRequest, storeClaim } from './claim-store.js';
 

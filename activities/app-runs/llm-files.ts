@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { ApplicationFailure } from '@temporalio/common';
 import type { LlmFileInput } from '../../shared/app-runs/contracts.js';
-import type { ChatContentPart } from '../../shared/app-runs/llm-client.js';
-import { pdfOmittedHint, sniffMime } from '../../shared/app-runs/llm-files.js';
+import type { ChatContentPart } from '../../shared/llm-providers/llm-client.js';
+import { pdfOmittedHint, sniffMime } from '../../shared/llm-providers/llm-files.js';
 import type { Database } from '../../shared/db/client.js';
 import { parseFileHandle, type FileStore } from '../../shared/storage/index.js';
 import { decodeBase64, readRunFile } from './run-files.js';

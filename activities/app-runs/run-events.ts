@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { parseRunnableGraph } from '../../shared/app-runs/graph-schema.js';
+import { parseRunnableGraph } from '../../shared/documents/graph-schema.js';
 import type { RunPlan } from '../../shared/app-runs/run-plan.js';
 import { appendWhileRunning, finishRunWithEvents, type RunEnding } from '../../shared/app-runs/run-events-repository.js';
 import { executePrepared, type Database } from '../../shared/db/client.js';

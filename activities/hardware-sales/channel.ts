@@ -1,4 +1,4 @@
-import { parseAllowList } from '../../shared/app-runs/ssrf-guard.js';
+import { parseAllowList } from '../../shared/outbound-http/ssrf-guard.js';
 import { chanAConfigOf, type ChanAConfig } from '../../shared/payment-channels/chan-a/config.js';
 import { notifyUrl } from '../../shared/payment-channels/channel-settings.js';
 import { createChanAClient, type ChanAClient } from '../../shared/payment-channels/chan-a/client.js';

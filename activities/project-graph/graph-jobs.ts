@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { LlmError } from '../../shared/app-runs/llm-client.js';
+import { LlmError } from '../../shared/llm-providers/llm-client.js';
 import { readGraphConfig } from '../../shared/project-graph/config.js';
 import { buildGeneration } from '../../shared/project-graph/build.js';
 import { embedFacts, graphEmbedder } from '../../shared/project-graph/embeddings.js';

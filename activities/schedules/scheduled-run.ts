@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { runResultOf } from '../../shared/app-runs/run-result.js';
-import { findLiveRunDeployment } from '../../shared/app-runs/deployments.js';
+import { findLiveRunDeployment } from '../../shared/documents/deployments.js';
 import { findTerminalEvent } from '../../shared/app-runs/run-events-repository.js';
 import { admitRun, type AdmittedRun } from '../../shared/app-runs/run-service.js';
 import type { AppRunInput } from '../../shared/app-runs/contracts.js';

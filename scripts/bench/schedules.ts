@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../../api/deps.js';
-import { createDocument, publishDocument } from '../../shared/app-runs/documents/service.js';
+import { createDocument } from '../../shared/documents/service.js';
+import { publishDocument } from '../../shared/publishing/service.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
 import { createSchedule, deleteSchedule } from '../../shared/schedules/service.js';

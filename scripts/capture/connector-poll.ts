@@ -1,5 +1,6 @@
 import type { CaptureDeps } from './capture-deps.js';
-import { createDocument, publishDocument } from '../../shared/app-runs/documents/service.js';
+import { createDocument } from '../../shared/documents/service.js';
+import { publishDocument } from '../../shared/publishing/service.js';
 import { createBinding } from '../../shared/connectors/bindings.js';
 import { POLL_NOW_UPDATE } from '../../shared/connectors/contracts.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';

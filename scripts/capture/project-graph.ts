@@ -1,5 +1,5 @@
 import type { CaptureDeps } from './capture-deps.js';
-import { createDocument } from '../../shared/app-runs/documents/service.js';
+import { createDocument } from '../../shared/documents/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';

@@ -1,7 +1,7 @@
 // What the drivers run: an app whose `llm` block streams from our fake model server for a couple
 // of seconds (so kills land while runs are in flight), published into the demo team, which gets
 // enough credits that no run is ever refused for money (a 402 would hide what we measure).
-import { graphSchema, validateGraph, type Graph } from '../../shared/app-runs/graph-schema.js';
+import { graphSchema, validateGraph, type Graph } from '../../shared/documents/graph-schema.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import type { Database } from '../../shared/db/client.js';
 import { findSiteSetting } from '../../shared/site-settings/repository.js';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { createDocument, publishDocument } from '../../shared/app-runs/documents/service.js';
+import { createDocument } from '../../shared/documents/service.js';
+import { publishDocument } from '../../shared/publishing/service.js';
 import type { Command } from './commands.js';
 import { readFlags, readJsonFile, uuidFlag } from './flags.js';
 

@@ -6,8 +6,9 @@ import { grantCredits } from '../../shared/billing/service.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { findLiveApiKeyByHash } from '../../shared/credentials/repository.js';
 import { sha256Hex } from '../../shared/crypto.js';
-import { createDocument, publishDocument } from '../../shared/app-runs/documents/service.js';
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
+import { createDocument } from '../../shared/documents/service.js';
+import { publishDocument } from '../../shared/publishing/service.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { findUserByEmail } from '../../shared/identity/repository.js';
 import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
 

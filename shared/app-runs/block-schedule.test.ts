@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Graph } from './graph.js';
+import type { Graph } from '../documents/graph.js';
 import { initialWalkState, takeReadyBlocks, type WalkState } from './block-schedule.js';
 
 const block = (id: string, type: Graph['blocks'][number]['type'] = 'template') => ({ id, type, name: '', config: {} });

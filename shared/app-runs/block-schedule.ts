@@ -1,4 +1,4 @@
-import type { Block, Edge, Graph } from './graph.js';
+import type { Block, Edge, Graph } from '../documents/graph.js';
 
 // Which blocks may run next. Pure: the workflow asks after every block that settles.
 

@@ -8,7 +8,7 @@ import type { SearchAttributePair } from '@temporalio/common';
 import type { RunStatus } from '../db/types.js';
 import type { Claim } from './claims.js';
 import type { RunEvent, Session } from './events.js';
-import type { Graph } from './graph.js';
+import type { Graph } from '../documents/graph.js';
 import type { RunPlan } from './run-plan.js';
 
 /** `appRunWorkflow`'s argument (`app-run-<runId>`). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Graph } from './graph.js';
+import type { Graph } from '../documents/graph.js';
 import { ACTIVITY_JSONATA_GUARD, WorkflowBudgetExceeded, evaluateBlock, evaluateJsonata, pdfInputSource, renderTemplate, resolveIoBlock, sanitizeError, toBoolean, type EvaluationContext } from './evaluate.js';
 
 const graph: Graph = {

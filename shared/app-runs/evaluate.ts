@@ -1,6 +1,6 @@
 import { ActivityFailure } from '@temporalio/common';
 import jsonata from 'jsonata';
-import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from './graph.js';
+import { configOf, isJsonataValue, resolveReference, type Block, type Graph } from '../documents/graph.js';
 import { isClaim, type Claim } from './claims.js';
 import { isFileHandle } from '../storage/handles.js';
 import type { HttpBlockRequest, LlmBlockRequest, LlmFileInput } from './contracts.js';
@@ -91,7 +91,7 @@ export class BlockFailure extends Error {
   override readonly name = 'BlockFailure';
 }
 
-// Same shape as the references `referencesOf` finds in templates (shared/app-runs/graph.ts).
+// Same shape as the references `referencesOf` finds in templates (shared/documents/graph.ts).
 const TEMPLATE_REF = /\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
 const SINGLE_TEMPLATE_REF = /^\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+)*)\s*\}\}$/;
 

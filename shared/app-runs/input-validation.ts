@@ -1,4 +1,4 @@
-import type { ApiSchemaField, InputValueType } from './graph.js';
+import type { ApiSchemaField, InputValueType } from '../documents/graph.js';
 
 export interface InputProblem { field: string; message: string }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../errors.js';
 import { siteSettingDefinitions } from '../site-settings/schemas.js';
 import { checkBodySize, checkInputLimits, inlineBase64DecodedBytes, type InputLimits } from './limits.js';
-import { countTokens } from './tokens.js';
+import { countTokens } from '../llm-providers/tokens.js';
 
 const D: InputLimits = siteSettingDefinitions['run.input_limit'].defaults;
 /** Defaults with tokenization out of the way (tokens ≤ bytes ≤ maxTextTokens). */

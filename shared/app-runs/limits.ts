@@ -37,7 +37,7 @@
  */
 import { AppError } from '../errors.js';
 import { isFileHandle } from '../storage/handles.js';
-import { countTokens } from './tokens.js';
+import { countTokens } from '../llm-providers/tokens.js';
 
 /** The resolved `run.input_limit` setting. */
 export interface InputLimits {

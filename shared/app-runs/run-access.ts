@@ -2,7 +2,7 @@ import type { Principal, PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { isTeamMember } from '../identity/team-access.js';
-import type { DeploymentRow } from './deployments.js';
+import type { DeploymentRow } from '../documents/deployments.js';
 
 export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';
 

@@ -1,8 +1,8 @@
 import { LRUCache } from 'lru-cache';
 import { executePrepared, type Database } from '../db/client.js';
 import { exceedsClaimThreshold, jsonBytes } from './claims.js';
-import type { Graph } from './graph.js';
-import { parseRunnableGraph } from './graph-schema.js';
+import type { Graph } from '../documents/graph.js';
+import { parseRunnableGraph } from '../documents/graph-schema.js';
 
 /** What the run workflow needs from PostgreSQL: the published graph and the validated inputs. */
 export interface RunPlan {

@@ -10,17 +10,17 @@ import { taskQueueName } from '../../temporal/task-queues.js';
 import { runSummary, workflowSearchAttributes, type WorkflowSearchMeta } from '../../temporal/search-attributes.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { AppRunInput, AppRunStartOptions } from './contracts.js';
-import type { DeploymentCache } from './deployment-cache.js';
+import type { DeploymentCache } from '../documents/deployment-cache.js';
 import type { RunEventHub, RunNotification } from './event-log.js';
-import { findRunDeployment, type DeploymentRow } from './deployments.js';
-import type { ApiSchemaField } from './graph.js';
+import { findRunDeployment, type DeploymentRow } from '../documents/deployments.js';
+import type { ApiSchemaField } from '../documents/graph.js';
 import { validateRunInputs, withTrigger } from './input-validation.js';
 import { TRIGGER_INPUT_KEY, checkInputLimits } from './limits.js';
 import { assertMayRun, budgetKeyOf, payingTeamOf, triggerOf, triggerSourceOf, type RunCaller } from './run-access.js';
 import { endRunWithoutWorkflow, insertChargedRun, notStarted, type ChargedRunRow, type StoredRunEvent } from './run-events-repository.js';
 import { idempotencyScopeOf, findIdempotentRun, IdempotentReplay } from './run-idempotency.js';
 import { planForRun } from './run-plan.js';
-import { formatVersion, versionOfRow } from './versions.js';
+import { formatVersion, versionOfRow } from '../documents/versions.js';
 
 // The one way a run starts (DESIGN.md §3). Every run-starting route and the scheduled-run activity
 // call `startAppRun`: the deployment, access, input limits, timeout cap, snapshot, validation,

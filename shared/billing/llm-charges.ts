@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { LlmUsage } from '../app-runs/llm-client.js';
+import type { LlmUsage } from '../llm-providers/llm-client.js';
 import type { Database } from '../db/client.js';
 import { newId } from '../ids.js';
 import { addToCreditBalance } from './repository.js';

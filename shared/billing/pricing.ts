@@ -1,4 +1,4 @@
-import type { LlmUsage } from '../app-runs/llm-client.js';
+import type { LlmUsage } from '../llm-providers/llm-client.js';
 import type { SiteSettingValue } from '../site-settings/schemas.js';
 
 /**

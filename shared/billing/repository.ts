@@ -1,10 +1,6 @@
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 
-export const ensureCreditBalance = (db: Database, teamId: string) =>
-  db.insertInto('credit_balances').values({ team_id: teamId, updated_at: sql<Date>`now()` as never })
-    .onConflict((oc) => oc.column('team_id').doNothing()).execute();
-
 export async function addToCreditBalance(db: Database, teamId: string, amountMilli: number): Promise<number> {
   const row = await db
     .insertInto('credit_balances')

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import { findActiveDocument } from '../app-runs/documents/repository.js';
+import { findActiveDocument } from '../documents/repository.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { ConnectionStatus, ConnectorBindingsTable } from '../db/types.js';

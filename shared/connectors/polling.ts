@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { findRunDeployment } from '../app-runs/deployments.js';
+import { findRunDeployment } from '../documents/deployments.js';
 import type { Database } from '../db/client.js';
 import type { ConnectionStatus } from '../db/types.js';
 import { AppError } from '../errors.js';

@@ -1,4 +1,4 @@
-import { parseIp } from '../app-runs/ssrf-guard.js';
+import { parseIp } from '../outbound-http/ssrf-guard.js';
 import { AppError } from '../errors.js';
 import { probeImapAccount, type ImapCredentials, type ProbeResult } from './imap-probe.js';
 import { pollImapInbox, type InboxPoll, type MailboxCursor } from './imap-poll.js';

@@ -1,4 +1,4 @@
-import { HostResolutionError, InvalidUrlError, parseAllowList, parseIp, SsrfBlockedError, vetUrl } from '../app-runs/ssrf-guard.js';
+import { HostResolutionError, InvalidUrlError, parseAllowList, parseIp, SsrfBlockedError, vetUrl } from '../outbound-http/ssrf-guard.js';
 import { SealedSecretError, type SecretKeyRing } from '../secrets/key-ring.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import { encryptionNotConfigured, sealContext, type ConnectionRow } from './connections.js';

@@ -1,6 +1,6 @@
-import { deploymentNotFound, findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
+import { deploymentNotFound, findRunDeployment, type DeploymentRow } from '../documents/deployments.js';
 import type { CrossTeamRunCaller } from '../app-runs/run-access.js';
-import { resolveDeploymentVersion } from '../app-runs/versions.js';
+import { resolveDeploymentVersion } from '../documents/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { parseAllowList } from '../app-runs/ssrf-guard.js';
+import { parseAllowList } from '../outbound-http/ssrf-guard.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { HwPayProvider } from '../db/types.js';

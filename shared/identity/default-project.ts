@@ -3,7 +3,6 @@ import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId, slugify } from '../ids.js';
-import { ensureCreditBalance } from '../billing/repository.js';
 import { insertProject, insertTeam, upsertTeamMember } from './repository.js';
 
 export const PERSONAL_DEFAULT = 'personal_default' as const;
@@ -55,7 +54,6 @@ export async function ensureDefaultProject(db: Database, userId: string, lang: '
       const name = names[lang].team;
       team = await insertTeam(trx, { id: newId(), slug: `${slugify(name) === 'item' ? 'team' : slugify(name)}-${randomBytes(3).toString('hex')}`, name, owner_id: userId, plan_code: 'free' });
       await upsertTeamMember(trx, { team_id: team.id, user_id: userId, role: 'owner' });
-      await ensureCreditBalance(trx, team.id);
     }
     const name = names[lang].project;
     const project = await insertProject(trx, {

@@ -3,7 +3,6 @@ import type { Database } from '../db/client.js';
 import type { PlanCode, TeamRole } from '../db/types.js';
 import { AppError, notFound } from '../errors.js';
 import { newId, slugify } from '../ids.js';
-import { ensureCreditBalance } from '../billing/repository.js';
 import * as repo from './repository.js';
 
 export async function createUser(db: Database, input: { email: string; name?: string; phone?: string }) {
@@ -13,14 +12,13 @@ export async function createUser(db: Database, input: { email: string; name?: st
   return repo.insertUser(db, { id: newId(), email: input.email, name: input.name ?? null, phone: input.phone ?? null });
 }
 
-/** Team, owner membership and an empty credit balance, all or nothing. */
+/** Team and owner membership, all or nothing; the team's empty credit balance comes with it (a trigger, migration 0021). */
 export async function createTeam(db: Database, input: { ownerId: string; name: string; plan?: PlanCode }) {
   return db.transaction().execute(async (trx) => {
     if (!(await repo.findUserById(trx, input.ownerId))) throw notFound(`User ${input.ownerId}`);
     const slug = `${slugify(input.name)}-${randomBytes(3).toString('hex')}`;
     const team = await repo.insertTeam(trx, { id: newId(), slug, name: input.name, owner_id: input.ownerId, plan_code: input.plan ?? 'free' });
     await repo.upsertTeamMember(trx, { team_id: team.id, user_id: input.ownerId, role: 'owner' });
-    await ensureCreditBalance(trx, team.id);
     return team;
   });
 }

@@ -1,4 +1,4 @@
-import { vetUrl, type AllowRule } from '../app-runs/ssrf-guard.js';
+import { vetUrl, type AllowRule } from '../outbound-http/ssrf-guard.js';
 
 /**
  * `fetch` for requests workflows make to payment channels: every URL goes through the SSRF guard

@@ -1,11 +1,11 @@
 import { fetch } from 'undici';
-import { LlmError, providerHttpError, redactor, truncate } from '../app-runs/llm-client.js';
+import { LlmError, providerHttpError, redactor, truncate } from '../llm-providers/llm-client.js';
 import type { Config } from '../config.js';
 import type { GraphConfig } from './config.js';
 
 // Embeddings of graph facts and search queries (graph.config `embeddingModel`): one OpenAI-compatible
 // `POST {LLM_BASE_URL}/embeddings` per batch, through the operator's own provider, as the `llm`
-// extractor calls it (shared/app-runs/llm-client.ts). LLM_BASE_URL is operator configuration, not a
+// extractor calls it (shared/llm-providers/llm-client.ts). LLM_BASE_URL is operator configuration, not a
 // team's: it is not put through the SSRF guard, and redirects are refused as there. Errors are
 // `LlmError`s with the same kinds (`rejected`: a 4xx, retrying will not help; `unavailable`, `timeout`).
 // Vectors are stored as `real[]` (pgvector is not available here) and compared in SQL.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LlmError, streamChatCompletion } from '../app-runs/llm-client.js';
+import { LlmError, streamChatCompletion } from '../llm-providers/llm-client.js';
 import type { Extraction } from './extract.js';
 
 // `extractor: llm`: the operator's provider (LLM_BASE_URL) with the configured model reads the

@@ -1,5 +1,5 @@
-import { deploymentNotFound, findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../app-runs/deployments.js';
-import { parseVersionRequest, resolveDeploymentVersion } from '../app-runs/versions.js';
+import { deploymentNotFound, findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../documents/deployments.js';
+import { parseVersionRequest, resolveDeploymentVersion } from '../documents/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ApiSchemaField } from '../app-runs/graph.js';
+import type { ApiSchemaField } from '../documents/graph.js';
 
 // A release version's router tree and how a gateway request finds its endpoint in it. Pure: the
 // management API validates with it on publish, the gateway matches with it on every call.

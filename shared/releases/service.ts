@@ -1,5 +1,5 @@
-import { ADMIN_REQUIRED, accessToTeam, requireProject, type EditorCaller } from '../app-runs/documents/service.js';
-import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../app-runs/versions.js';
+import { ADMIN_REQUIRED, accessToTeam, requireProject, type EditorCaller } from '../documents/service.js';
+import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../documents/versions.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { AppError } from '../errors.js';

@@ -1,5 +1,5 @@
-import { ADMIN_REQUIRED, requireVisibleDocument, type EditorCaller } from '../app-runs/documents/service.js';
-import type { DeploymentRow } from '../app-runs/deployments.js';
+import { ADMIN_REQUIRED, requireVisibleDocument, type EditorCaller } from '../documents/service.js';
+import type { DeploymentRow } from '../documents/deployments.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { isUuid } from '../ids.js';

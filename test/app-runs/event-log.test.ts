@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { insertRunEvents, type StoredRunEvent } from '../../shared/app-runs/run-events-repository.js';
 import { createTeam, createUser } from '../../shared/identity/service.js';
 import { publishDirect } from '../harness/apps.js';

@@ -5,8 +5,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpBlockActivities } from '../../activities/app-runs/http-block.js';
 import type { HttpBlockRequest, HttpBlockResult } from '../../shared/app-runs/contracts.js';
-import { performHttpRequest } from '../../shared/app-runs/safe-http-client.js';
-import { parseAllowList } from '../../shared/app-runs/ssrf-guard.js';
+import { performHttpRequest } from '../../shared/outbound-http/safe-http-client.js';
+import { parseAllowList } from '../../shared/outbound-http/ssrf-guard.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 

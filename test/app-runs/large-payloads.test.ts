@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { resolveClaims, resolveIoRequest, storeClaim } from '../../activities/app-runs/claim-store.js';
 import { sweepRunPayloads } from '../../activities/app-runs/payload-sweeper.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { publishDirect } from '../harness/apps.js';

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { countUsage, createLlmBlockActivities } from '../../activities/app-runs/llm-block.js';
 import type { LlmBlockRequest } from '../../shared/app-runs/contracts.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { llmChargeReference } from '../../shared/billing/llm-charges.js';
 import { llmTokenCostMilli } from '../../shared/billing/pricing.js';
 import { createProject } from '../../shared/identity/service.js';

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPdfInputActivities } from '../../activities/app-runs/pdf-input.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { createFileStore } from '../../shared/storage/index.js';
 import { recordUpload, storeUploadBytes } from '../../shared/storage/service.js';

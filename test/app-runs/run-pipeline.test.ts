@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { PRIVATE_APP_MESSAGE } from '../../shared/app-runs/run-access.js';
 import { siteSettingDefinitions } from '../../shared/site-settings/schemas.js';
 import { credentialFactory } from '../harness/credentials.js';

@@ -9,11 +9,11 @@ import { finishThroughSink } from '../../activities/app-runs/finish-sink.js';
 import { isDatabaseUnavailable } from '../../shared/dependency-errors.js';
 import { createDb } from '../../shared/db/client.js';
 import { findFreePort } from '../../shared/ports.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import type { AppRunInput, AppRunResult } from '../../shared/app-runs/contracts.js';
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { appRunHistoryOf } from '../harness/workflow-history.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { countTokens as o200kTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { chargeLlmTokens } from '../../shared/billing/llm-charges.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { startFakeLlm, type FakeLlm } from '../app-runs/llm-server.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDocument } from '../../shared/app-runs/documents/service.js';
+import { createDocument } from '../../shared/documents/service.js';
 import { createBinding } from '../../shared/connectors/bindings.js';
 import { revokeConnection } from '../../shared/connectors/connections.js';
 import type { ConnectionStatus } from '../../shared/db/types.js';

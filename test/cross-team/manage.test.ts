@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { addTeamMember } from '../../shared/identity/service.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';

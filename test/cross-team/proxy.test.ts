@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { RUN_BASE_COST_MILLI } from '../harness/billing.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { addTeamMember } from '../../shared/identity/service.js';

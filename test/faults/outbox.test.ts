@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { endRunWithoutWorkflow, notStarted } from '../../shared/app-runs/run-events-repository.js';
 import { reconcileOpenRuns } from '../../shared/app-runs/run-reconciler.js';
 import { admitRun } from '../../shared/app-runs/run-service.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { deriveApiSchema, type Graph } from '../../shared/app-runs/graph-schema.js';
+import { deriveApiSchema, type Graph } from '../../shared/documents/graph-schema.js';
 import type { Database } from '../../shared/db/client.js';
 import { createProject } from '../../shared/identity/service.js';
 import { upsertTriggerOnPublish } from '../../shared/webhook-triggers/repository.js';

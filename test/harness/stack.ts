@@ -13,7 +13,7 @@ import { createAuthenticator } from '../../shared/credentials/authenticate.js';
 import { createIdentityProvider } from '../../shared/credentials/identity-provider.js';
 import { createScheduleTokens } from '../../shared/credentials/schedule-tokens.js';
 import { RunEventHub } from '../../shared/app-runs/event-log.js';
-import { DeploymentCache } from '../../shared/app-runs/deployment-cache.js';
+import { DeploymentCache } from '../../shared/documents/deployment-cache.js';
 import { PgListener } from '../../shared/db/listener.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createRateLimiter } from '../../shared/rate-limit/rate-limiter.js';

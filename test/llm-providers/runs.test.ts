@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
 import { createLlmBlockActivities } from '../../activities/app-runs/llm-block.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { putLlmProvider } from '../../shared/llm-providers/service.js';
 import { createKeyRing, keyIdOf } from '../../shared/secrets/key-ring.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';

@@ -4,7 +4,7 @@ import { Connection, type Client, type WorkflowExecutionInfo } from '@temporalio
 import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { runSummary, scheduledRunSummary, searchAttributeDefinitions, searchAttributeKeys, workflowSearchAttributes } from '../../temporal/search-attributes.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createDocument, updateDocument } from '../../shared/app-runs/documents/service.js';
+import { createDocument, updateDocument } from '../../shared/documents/service.js';
 import { newId } from '../../shared/ids.js';
 import { createProject } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';

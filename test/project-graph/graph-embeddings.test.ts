@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDocument } from '../../shared/app-runs/documents/service.js';
+import { createDocument } from '../../shared/documents/service.js';
 import { createProject } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { fakeEmbedding, startFakeLlm, type FakeLlm, type FakeLlmOptions } from '../app-runs/llm-server.js';

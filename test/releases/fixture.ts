@@ -1,6 +1,7 @@
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
-import { createDocument, publishDocument } from '../../shared/app-runs/documents/service.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
+import { createDocument } from '../../shared/documents/service.js';
+import { publishDocument } from '../../shared/publishing/service.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { createProject } from '../../shared/identity/service.js';
 import { createRelease, publishReleaseVersion } from '../../shared/releases/service.js';
 import { credentialFactory } from '../harness/credentials.js';

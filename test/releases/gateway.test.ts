@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishDocument, updateDocument } from '../../shared/app-runs/documents/service.js';
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
+import { updateDocument } from '../../shared/documents/service.js';
+import { publishDocument } from '../../shared/publishing/service.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { publishReleaseVersion } from '../../shared/releases/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { createProject } from '../../shared/identity/service.js';
 import { reconcileSchedules, startScheduleReconciler } from '../../shared/schedules/temporal-sync.js';

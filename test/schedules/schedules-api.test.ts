@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { addTeamMember, createProject } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { publishDirect } from '../harness/apps.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleGraph } from '../../shared/app-runs/example-graph.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
 import { RUN_BASE_COST_MILLI } from '../harness/billing.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { publishDirect } from '../harness/apps.js';

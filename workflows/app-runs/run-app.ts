@@ -4,7 +4,7 @@ import type { RunPlan } from '../../shared/app-runs/run-plan.js';
 import type { ActivityEvaluationInput, AppRunInput, AppRunResult, AppRunSinks, KeyedRunEvent, RunOutcome } from '../../shared/app-runs/contracts.js';
 import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
-import { streamedBlockTypes, type Block } from '../../shared/app-runs/graph.js';
+import { streamedBlockTypes, type Block } from '../../shared/documents/graph.js';
 import { httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
 import { WorkflowBudgetExceeded, errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from '../../shared/app-runs/evaluate.js';
 import { initialWalkState, takeReadyBlocks } from '../../shared/app-runs/block-schedule.js';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { findRunOfUser, listRunsOfUser, type RunCursor, type RunListRow } from '../../../shared/app-runs/runs-repository.js';
-import { formatVersion, versionOfRow } from '../../../shared/app-runs/versions.js';
+import { formatVersion, versionOfRow } from '../../../shared/documents/versions.js';
 import { AppError } from '../../../shared/errors.js';
 import { isUuid } from '../../../shared/ids.js';
 import type { AppDeps } from '../../deps.js';

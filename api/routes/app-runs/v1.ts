@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ApiSchemaField } from '../../../shared/app-runs/graph.js';
+import type { ApiSchemaField } from '../../../shared/documents/graph.js';
 import { startAppRun } from '../../../shared/app-runs/run-service.js';
 import type { Session } from '../../../shared/app-runs/events.js';
 import { AppError } from '../../../shared/errors.js';

@@ -6,7 +6,7 @@ import { payMockOrder } from '../../../shared/billing/mock-payment.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 import { publicError, rejectInvalid, useInternalErrorCode } from '../../plugins/public-envelope.js';
-import { escapeHtml, PAGE_HEADERS } from '../oauth/pages.js';
+import { escapeHtml, PAGE_HEADERS } from '../credentials/oauth/pages.js';
 
 const tags = ['billing'];
 

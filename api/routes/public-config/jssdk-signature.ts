@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseAllowList } from '../../../shared/app-runs/ssrf-guard.js';
+import { parseAllowList } from '../../../shared/outbound-http/ssrf-guard.js';
 import { assertWithinLimits, perMinute } from '../../../shared/rate-limit/limits.js';
 import { guardedFetch } from '../../../shared/payment-channels/guarded-fetch.js';
 import {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ApiSchemaField } from '../../../shared/app-runs/graph.js';
+import type { ApiSchemaField } from '../../../shared/documents/graph.js';
 import { startAppRun } from '../../../shared/app-runs/run-service.js';
 import { AppError } from '../../../shared/errors.js';
 import { asRateLimit } from '../../../shared/releases/config.js';

@@ -4,7 +4,7 @@ import { createRelease, getRelease, listReleases, publishReleaseVersion } from '
 import { releaseConfigSchema, releaseRateLimitSchema } from '../../../shared/releases/config.js';
 import { releaseEndpointsSchema } from '../../../shared/releases/router.js';
 import type { AppDeps } from '../../deps.js';
-import { editorCallerOf } from '../app-runs/documents.js';
+import { editorCallerOf } from '../documents/index.js';
 
 const tags = ['releases'];
 const projectParams = z.object({ projectId: z.uuid() });

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { rotateTriggerSecret, viewTriggerOfDocument } from '../../../shared/webhook-triggers/service.js';
 import type { AppDeps } from '../../deps.js';
-import { editorCallerOf } from '../app-runs/documents.js';
+import { editorCallerOf } from '../documents/index.js';
 
 const tags = ['webhook-triggers'];
 const documentParams = z.object({ documentId: z.uuid() });

@@ -19,6 +19,7 @@ import * as connectors from './2026_11_24_0017_connectors.js';
 import * as connectorPolling from './2026_11_24_0018_connector_polling.js';
 import * as projectGraph from './2026_11_24_0019_project_graph.js';
 import * as graphEmbeddings from './2026_11_24_0020_graph_embeddings.js';
+import * as accessRule from './2026_11_27_0021_access_rule.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0018_connector_polling': connectorPolling,
   '2026_11_24_0019_project_graph': projectGraph,
   '2026_11_24_0020_graph_embeddings': graphEmbeddings,
+  '2026_11_27_0021_access_rule': accessRule,
 };

@@ -2,8 +2,9 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  createDocument, getDocument, listDeployments, listDocuments, publishDocument, updateDocument, type EditorCaller,
-} from '../../../shared/app-runs/documents/service.js';
+  createDocument, getDocument, listDeployments, listDocuments, updateDocument, type EditorCaller,
+} from '../../../shared/documents/service.js';
+import { publishDocument } from '../../../shared/publishing/service.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 

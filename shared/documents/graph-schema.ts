@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { blockTypes, inputValueTypes, referencesOf, resolveReference, type ApiSchemaField, type BlockType } from './graph.js';
-import { LLM_FILE_INPUT_TYPES, MAX_LLM_FILES } from './llm-files.js';
+import { LLM_FILE_INPUT_TYPES, MAX_LLM_FILES } from '../llm-providers/llm-files.js';
 
 // The zod schemas of the graph format (CONTRACTS.md): publish-time validation, the stored API
 // schema, and the run plan's config normalization. Kept out of workflow code (see graph.ts).

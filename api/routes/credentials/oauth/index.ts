@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { KNOWN_SCOPES } from '../../../shared/credentials/oauth/rules.js';
-import { userInfo } from '../../../shared/credentials/oauth/userinfo.js';
-import type { AppDeps } from '../../deps.js';
-import { principalOf } from '../../plugins/auth.js';
+import { KNOWN_SCOPES } from '../../../../shared/credentials/oauth/rules.js';
+import { userInfo } from '../../../../shared/credentials/oauth/userinfo.js';
+import type { AppDeps } from '../../../deps.js';
+import { principalOf } from '../../../plugins/auth.js';
 import { authorizeRoutes } from './authorize.js';
 import { tokenRoutes } from './token.js';
 

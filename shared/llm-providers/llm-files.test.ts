@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { resolveIoBlock } from './evaluate.js';
-import { deriveApiSchema, graphSchema, validateGraph, type Graph } from './graph-schema.js';
+import { resolveIoBlock } from '../app-runs/evaluate.js';
+import { deriveApiSchema, graphSchema, validateGraph, type Graph } from '../documents/graph-schema.js';
 import { globMatches, modelReadsPdf, pdfOmittedHint, sniffMime } from './llm-files.js';
 import { resolveSiteSetting } from '../site-settings/schemas.js';
 

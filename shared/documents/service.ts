@@ -1,13 +1,10 @@
-import { connectionNotActive, inactiveBindingsOf } from '../../connectors/bindings.js';
-import type { Database } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
-import { AppError } from '../../errors.js';
-import { isUuid, newId } from '../../ids.js';
-import { findActiveProject } from '../../identity/repository.js';
-import { memberRole } from '../../identity/team-access.js';
-import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from '../graph-schema.js';
-import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../versions.js';
-import { upsertTriggerOnPublish } from '../../webhook-triggers/repository.js';
+import type { Database } from '../db/client.js';
+import { AppError } from '../errors.js';
+import { isUuid, newId } from '../ids.js';
+import { findActiveProject } from '../identity/repository.js';
+import { memberRole } from '../identity/team-access.js';
+import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from './graph-schema.js';
+import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from './versions.js';
 import * as repo from './repository.js';
 
 /**
@@ -28,7 +25,7 @@ export interface DeploymentView {
 }
 
 const projectNotFound = () => new AppError(404, 'Project not found', 'Project not found');
-const documentNotFound = () => new AppError(404, 'Document not found', 'Document not found');
+export const documentNotFound = () => new AppError(404, 'Document not found', 'Document not found');
 export const ADMIN_REQUIRED = 'project administrator required';
 
 const toDocumentView = (row: repo.DocumentRow): DocumentView => ({
@@ -72,7 +69,7 @@ export async function requireVisibleDocument(db: Database, caller: EditorCaller,
   return { document, access };
 }
 
-async function requireDocument(db: Database, caller: EditorCaller, documentId: string, needs: 'member' | 'admin') {
+export async function requireDocument(db: Database, caller: EditorCaller, documentId: string, needs: 'member' | 'admin') {
   const { document, access } = await requireVisibleDocument(db, caller, documentId);
   if (needs === 'admin' && access !== 'admin') throw new AppError(403, ADMIN_REQUIRED, 'Publishing needs a project administrator (team owner or admin)');
   return document;
@@ -139,46 +136,3 @@ export async function listDeployments(db: Database, caller: EditorCaller, docume
   const document = await requireDocument(db, caller, documentId, 'member');
   return (await repo.listActiveDeployments(db, document.id)).map(toDeploymentView);
 }
-
-/**
- * Publishes the document's current graph as an immutable deployment: the snapshot and the API
- * schema derived from it (spec §4.1 rules 1 and 6). Earlier deployments keep theirs.
- * `version` defaults to the next minor after the highest one the document has ever had.
- */
-export async function publishDocument(
-  db: Database, caller: EditorCaller, documentId: string, input: { version?: string; visibility?: Visibility },
-): Promise<DeploymentView> {
-  const requested = input.version === undefined ? null : parseVersion(input.version);
-  if (input.version !== undefined && !requested) {
-    throw new AppError(400, 'invalid_version', `version '${input.version}' must be MAJOR.MINOR, for example 1.0`);
-  }
-  await requireDocument(db, caller, documentId, 'admin');
-  try {
-    const row = await db.transaction().execute(async (trx) => {
-      const document = await repo.findActiveDocument(trx, documentId, { forUpdate: true });
-      if (!document) throw documentNotFound();
-      const graph = parseGraph(document.graph);
-      const versions = (await repo.listAllVersions(trx, document.id)).map(versionOfRow);
-      if (requested && versions.some((v) => compareVersions(v, requested) === 0)) throw versionExists(input.version!);
-      const version = requested ?? nextMinorVersion(versions);
-      // Spec §3.1: a trigger bound to a connection that is not `active` would never fire.
-      const inactive = await inactiveBindingsOf(trx, document.id);
-      if (inactive.length > 0) throw connectionNotActive(inactive);
-      const deployment = await repo.insertDeployment(trx, {
-        id: newId(), document_id: document.id, project_id: document.project_id, team_id: document.team_id,
-        version_major: version.major, version_minor: version.minor, visibility: input.visibility ?? 'private',
-        snapshot: JSON.stringify(graph), api_schema: JSON.stringify(deriveApiSchema(graph)),
-        published_by: caller.kind === 'operator' ? null : caller.userId,
-      });
-      await upsertTriggerOnPublish(trx, { documentId: document.id, projectId: document.project_id, teamId: document.team_id, deploymentId: deployment.id });
-      return deployment;
-    });
-    return toDeploymentView(row);
-  } catch (error) {
-    // The row lock makes this unreachable in practice; the unique constraint is the last word.
-    if (isUniqueViolation(error)) throw versionExists(input.version ?? 'the next version');
-    throw error;
-  }
-}
-
-const versionExists = (version: string) => new AppError(409, 'version_exists', `Version ${version} of this document is already published`);

@@ -1,6 +1,6 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import type { Database } from '../../db/client.js';
-import type { DeploymentsTable, DocumentsTable } from '../../db/types.js';
+import type { Database } from '../db/client.js';
+import type { DeploymentsTable, DocumentsTable } from '../db/types.js';
 
 // Kysely queries only: access, versioning and mapping live in service.ts.
 

@@ -2,11 +2,11 @@ import formbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { approveAuthorization, checkAuthorizeRequest, type AuthorizeCheck } from '../../../shared/credentials/oauth/authorize.js';
-import { OAuthError } from '../../../shared/credentials/oauth/errors.js';
-import { consentCsrfToken, isValidConsentCsrfToken, mayAuthorizeApp, type AuthorizeParams } from '../../../shared/credentials/oauth/rules.js';
-import { findUserById } from '../../../shared/identity/repository.js';
-import type { AppDeps } from '../../deps.js';
+import { approveAuthorization, checkAuthorizeRequest, type AuthorizeCheck } from '../../../../shared/credentials/oauth/authorize.js';
+import { OAuthError } from '../../../../shared/credentials/oauth/errors.js';
+import { consentCsrfToken, isValidConsentCsrfToken, mayAuthorizeApp, type AuthorizeParams } from '../../../../shared/credentials/oauth/rules.js';
+import { findUserById } from '../../../../shared/identity/repository.js';
+import type { AppDeps } from '../../../deps.js';
 import { consentPage, errorPage, PAGE_HEADERS, signInPage } from './pages.js';
 
 /** The browser session: the identity-provider JWT the frontend keeps after login. */

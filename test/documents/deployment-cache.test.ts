@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeploymentCache } from '../../shared/app-runs/deployment-cache.js';
-import type { Graph } from '../../shared/app-runs/graph.js';
-import { findRunDeployment, type DeploymentRow } from '../../shared/app-runs/deployments.js';
+import { DeploymentCache } from '../../shared/documents/deployment-cache.js';
+import type { Graph } from '../../shared/documents/graph.js';
+import { findRunDeployment, type DeploymentRow } from '../../shared/documents/deployments.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { createProject } from '../../shared/identity/service.js';
 import { PgListener } from '../../shared/db/listener.js';

@@ -2,9 +2,9 @@ import formbody from '@fastify/formbody';
 import type { FastifyError } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { OAuthError } from '../../../shared/credentials/oauth/errors.js';
-import { exchangeAuthorizationCode, refreshAccessToken, revokeOAuthToken } from '../../../shared/credentials/oauth/token-endpoint.js';
-import type { AppDeps } from '../../deps.js';
+import { OAuthError } from '../../../../shared/credentials/oauth/errors.js';
+import { exchangeAuthorizationCode, refreshAccessToken, revokeOAuthToken } from '../../../../shared/credentials/oauth/token-endpoint.js';
+import type { AppDeps } from '../../../deps.js';
 
 const param = z.string().max(4096).optional();
 const tokenBody = z.object({

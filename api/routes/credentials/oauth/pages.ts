@@ -1,4 +1,4 @@
-import type { AuthorizeParams } from '../../../shared/credentials/oauth/rules.js';
+import type { AuthorizeParams } from '../../../../shared/credentials/oauth/rules.js';
 
 /** The consent and sign-in pages: plain server-rendered HTML, every interpolated value escaped. */
 

@@ -1,6 +1,6 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, fetch } from 'undici';
-import { pinnedLookup, type VettedTarget } from './ssrf-guard.js';
+import { pinnedLookup, type VettedTarget } from '../outbound-http/ssrf-guard.js';
 
 // The `llm` block's HTTP side: one streamed OpenAI-compatible chat completion. No database and no
 // Temporal here (activities/app-runs/llm-block.ts adds those), so it is testable on its own.
