@@ -4,7 +4,7 @@ import { isUuid, newId } from '../ids.js';
 import { findActiveProject } from '../identity/repository.js';
 import { memberRole } from '../identity/team-access.js';
 import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from './graph-schema.js';
-import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from './versions.js';
+import { formatVersion, versionOfRow } from './versions.js';
 import * as repo from './repository.js';
 
 /**
