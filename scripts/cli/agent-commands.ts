@@ -2,7 +2,7 @@ import { agentNameSchema, permissionListFlag } from '../../shared/credentials/ag
 import { createAgent, issueAgentToken } from '../../shared/credentials/agents/service.js';
 import { findUserById } from '../../shared/identity/repository.js';
 import { notFound } from '../../shared/errors.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { readFlags, uuidFlag } from './flags.js';
 
 /** `agent create` and `agent issue-token` (CONTRACTS.md); the same service as the team agent API. */

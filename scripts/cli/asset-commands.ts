@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { BOARD_CHANNELS, BOARD_PLATFORMS, boardFileNameProblem, registerBoardAsset } from '../../shared/public-config/board-assets.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { CliError, readFlags } from './flags.js';
 
 /**

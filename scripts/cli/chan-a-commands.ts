@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseSafeDomains, setOfficialAccount } from '../../shared/hardware-sales/official-accounts.js';
 import { loadSecretKeyRing, SecretsKeyMissingError } from '../../shared/secrets/key-ring.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { CliError, readFlags } from './flags.js';
 
 /** chan-a account set: the official account an OAuth client id uses for in-app pay (CONTRACTS.md). */

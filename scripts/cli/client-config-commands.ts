@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CLIENT_CONFIG_GROUPS, setClientConfig } from '../../shared/public-config/client-config.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { jsonFlag, readFlags } from './flags.js';
 
 /** client-config set: one group of the public client configuration (CONTRACTS.md "Public configuration"). */

@@ -1,6 +1,4 @@
 import { z } from 'zod';
-import type { Config } from '../../shared/config.js';
-import type { Database } from '../../shared/db/client.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { findUserById } from '../../shared/identity/repository.js';
@@ -13,6 +11,7 @@ import { isKnownSiteSetting, resolveSiteSetting } from '../../shared/site-settin
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { agentCommands } from './agent-commands.js';
+import type { Command } from './command.js';
 import { documentCommands } from './document-commands.js';
 import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
 import { oauthCommands } from './oauth-commands.js';
@@ -29,14 +28,7 @@ import { priceCommands } from './price-commands.js';
 import { connectorCommands } from './connector-commands.js';
 import { graphCommands } from './graph-commands.js';
 
-export interface CliContext {
-  config: Config;
-  db(): Database;
-  temporalAddress(): string;
-  warn(message: string): void;
-}
-
-export type Command = (flags: Record<string, string>, ctx: CliContext) => Promise<Record<string, unknown>>;
+export type { CliContext, Command } from './command.js';
 
 /**
  * The operator CLI (CONTRACTS.md). Each command prints one JSON object; later capabilities add theirs here.

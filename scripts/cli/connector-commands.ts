@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import { POLL_NOW_UPDATE, type PollNowResult } from '../../shared/connectors/contracts.js';
 import { startRecordedWorkflow } from '../../shared/workflow-starts/start-path.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
-import type { CliContext, Command } from './commands.js';
+import type { CliContext, Command } from './command.js';
 import { asFlagErrors, CliError, positiveIntFlag, readFlags, switchFlag, uuidFlag } from './flags.js';
 
 /** Connector operations (CONTRACTS.md "Connectors"): the catalog's status and breaker, bindings, polling now. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import {
   addBluetoothFilter, bluetoothGenerations, bluetoothRoles, modelNameSchema, namePrefixSchema, productModelIdSchema,
 } from '../../shared/public-config/bluetooth-filters.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { readFlags, switchFlag } from './flags.js';
 
 /** bluetooth-filter add (CONTRACTS.md "Public configuration"): one device-name prefix of a model. */

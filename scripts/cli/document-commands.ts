@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument } from '../../shared/documents/service.js';
 import { publishDocument } from '../../shared/publishing/service.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { readFlags, readJsonFile, uuidFlag } from './flags.js';
 
 /**

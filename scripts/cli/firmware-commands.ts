@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { firmwareFileNameSchema, firmwareModelSchema, firmwareModuleSchema, registerFirmware } from '../../shared/public-config/firmware.js';
 import { createObjectStore } from '../../shared/storage/object-store.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { CliError, readFlags } from './flags.js';
 
 /** asset register-firmware: device firmware the public firmware route hands out (CONTRACTS.md "Public configuration"). */

@@ -5,7 +5,7 @@ import { readGraphConfig } from '../../shared/project-graph/config.js';
 import { graphEmbedder } from '../../shared/project-graph/embeddings.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createFileStore } from '../../shared/storage/index.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { CliError, readFlags, uuidFlag } from './flags.js';
 
 /** graph build: a memory generation of the project's sources, made the active one (CONTRACTS.md "Project graph"). */

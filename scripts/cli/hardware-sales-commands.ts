@@ -3,7 +3,7 @@ import {
   addTier, createDiscountCode, createSku, currencySchema, discountCodeSchema, salesModes, skuCodeSchema, skuStatuses, tierCodeSchema,
   tierKinds, titleSchema,
 } from '../../shared/hardware-sales/catalogue.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { asFlagErrors, positiveIntFlag, readFlags, switchFlag } from './flags.js';
 
 const nonNegativeIntFlag = z.string().regex(/^\d+$/, 'expected a whole number (0 or more)').transform(Number)

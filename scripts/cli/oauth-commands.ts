@@ -3,7 +3,7 @@ import { displayNameSchema } from '../../shared/identity/schemas.js';
 import { createOAuthApp } from '../../shared/credentials/oauth/apps.js';
 import { issueTokensByOperator } from '../../shared/credentials/oauth/operator.js';
 import { parseScope, REFRESH_TOKEN_TTL_SECONDS } from '../../shared/credentials/oauth/rules.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { positiveIntFlag, readFlags, uuidFlag } from './flags.js';
 
 const scopesFlag = z.string().transform((value) => parseScope(value)).pipe(z.array(z.string()).min(1, 'expected at least one scope'));

@@ -4,7 +4,7 @@ import { prepareOrderUpdate, requestRefundUpdate, shipOrderUpdate } from '../../
 import { findOrderByNo, sendOrderStep, type OrderRow } from '../../shared/hardware-sales/order-updates.js';
 import { orderNoPattern } from '../../shared/hardware-sales/numbers.js';
 import type { OrderStepResult } from '../../shared/hardware-sales/messages.js';
-import type { CliContext, Command } from './commands.js';
+import type { CliContext, Command } from './command.js';
 import { readFlags } from './flags.js';
 
 const orderFlag = z.string().regex(orderNoPattern, 'expected an order number (HWO…)');

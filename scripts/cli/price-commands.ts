@@ -3,7 +3,7 @@ import {
   billingPeriods, createPrice, currencyCodeSchema, MAX_PRICE_CREDITS, paymentMethodIdSchema, paymentMethodNameSchema, priceDescriptionSchema,
   priceNameSchema, productCodeSchema, productTypes, setPaymentMethod,
 } from '../../shared/billing/price-list.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { asFlagErrors, positiveIntFlag, readFlags, switchFlag } from './flags.js';
 
 const wholeCreditsFlag = z.string().regex(/^\d+$/, 'expected whole credits (0 or more)').transform(Number)

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createRelease, publishReleaseVersion } from '../../shared/releases/service.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { jsonFlag, readFlags, readJsonFile, uuidFlag } from './flags.js';
 
 /**

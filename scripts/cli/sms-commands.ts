@@ -1,5 +1,5 @@
 import { phoneSchema } from '../../shared/identity/schemas.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import { readFlags } from './flags.js';
 
 /** How many messages `sms outbox` prints at most (the newest). */

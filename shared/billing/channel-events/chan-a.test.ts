@@ -3,7 +3,7 @@ import { startChanAServer, type ChanAServer } from '../../../test/harness/chan-a
 import { loadConfig, type Config } from '../../config.js';
 import { ChanAVerificationError } from '../../payment-channels/chan-a/notifications.js';
 import { ChanAEventRefusedError, readChanAEvents } from './chan-a.js';
-import { ChannelNotConfiguredError } from './index.js';
+import { ChannelNotConfiguredError } from './reader.js';
 
 const orderNo = 'WFB20250601120000000001';
 

@@ -1,7 +1,7 @@
 import { chanAConfigOf } from '../../payment-channels/chan-a/config.js';
 import { verifyChanANotification, type ChanANotification } from '../../payment-channels/chan-a/notifications.js';
 import type { PaymentEvent } from '../payment-events.js';
-import { ChannelNotConfiguredError, type ChannelEventReader } from './index.js';
+import { ChannelNotConfiguredError, type ChannelEventReader } from './reader.js';
 
 // chan_a (WeChat Pay API v3) callbacks of general payments: the hardware callbacks' verifier
 // (signature, serial, ±300 s, AES-256-GCM resource), then the decrypted resource as PaymentEvents.

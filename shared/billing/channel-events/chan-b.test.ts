@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { chanBKeys, chanBPaidParams } from '../../../test/harness/chan-b-keys.js';
 import { loadConfig } from '../../config.js';
 import { ChanBEventRefusedError, readChanBEvents } from './chan-b.js';
-import { ChannelNotConfiguredError } from './index.js';
+import { ChannelNotConfiguredError } from './reader.js';
 
 const keys = chanBKeys();
 const config = loadConfig(keys.env);

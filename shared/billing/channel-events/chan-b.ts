@@ -1,7 +1,7 @@
 import { chanBConfigOf } from '../../payment-channels/chan-b/config.js';
 import { yuanToCents } from '../../payment-channels/chan-b/pay-urls.js';
 import { formParams, verifyNotification } from '../../payment-channels/chan-b/signing.js';
-import { ChannelNotConfiguredError, type ChannelEventReader } from './index.js';
+import { ChannelNotConfiguredError, type ChannelEventReader } from './reader.js';
 
 // chan_b (Alipay open platform) notifications of general payments: a form body verified with RSA2
 // over its sorted parameters (without sign / sign_type) and CHAN_B_PUBLIC_KEY, for our app id only,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { verifyPaddleWebhook } from '../../payment-channels/paddle/signature.js';
 import type { PaymentEvent } from '../payment-events.js';
-import { ChannelNotConfiguredError, type ChannelHeaders } from './index.js';
+import { ChannelNotConfiguredError, type ChannelHeaders } from './reader.js';
 
 // Paddle Billing notifications (protocols.md "paddle"): `Paddle-Signature` verified with
 // PADDLE_WEBHOOK_SECRET, then the envelope `{ event_id, event_type, occurred_at, data }`:

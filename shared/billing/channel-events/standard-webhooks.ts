@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { verifyStandardWebhook } from '../../payment-channels/standard-webhooks.js';
 import type { PaymentEvent } from '../payment-events.js';
-import { ChannelNotConfiguredError, type ChannelHeaders } from './index.js';
+import { ChannelNotConfiguredError, type ChannelHeaders } from './reader.js';
 
 // `manual` and `mock` deliveries (CONTRACTS.md "Payment channels"): Standard Webhooks signed with
 // PAYMENT_WEBHOOK_SECRET, one event per delivery, `webhook-id` as its id. The body:
