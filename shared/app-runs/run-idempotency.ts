@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import type { RunCaller } from './run-access.js';
+import { deleteIdempotencyKey, findIdempotencyKey } from './run-idempotency-repository.js';
 
 // `Idempotency-Key` on run requests (beyond the spec; docs/app-runs.md): the same key with the same
 // request within 24 h answers with the first run; with a different request it is 409.
@@ -25,11 +26,10 @@ export function idempotencyScopeOf(caller: RunCaller): string | undefined {
  * with a different request. An expired key is released for reuse.
  */
 export async function findIdempotentRun(db: Database, k: { scope: string; key: string; requestHash: string }): Promise<string | null> {
-  const row = await db.selectFrom('run_idempotency_keys').select(['run_id', 'request_hash', 'created_at'])
-    .where('scope', '=', k.scope).where('key', '=', k.key).executeTakeFirst();
+  const row = await findIdempotencyKey(db, k.scope, k.key);
   if (!row) return null;
   if (row.created_at.getTime() < Date.now() - IDEMPOTENCY_WINDOW_HOURS * 3_600_000) {
-    await db.deleteFrom('run_idempotency_keys').where('scope', '=', k.scope).where('key', '=', k.key).where('run_id', '=', row.run_id).execute();
+    await deleteIdempotencyKey(db, k.scope, k.key, row.run_id);
     return null;
   }
   if (row.request_hash !== k.requestHash) {

@@ -1,8 +1,9 @@
 import { LRUCache } from 'lru-cache';
-import { executePrepared, type Database } from '../db/client.js';
+import type { Database } from '../db/client.js';
 import { exceedsClaimThreshold, jsonBytes } from './claims.js';
 import type { Graph } from '../documents/graph.js';
 import { parseRunnableGraph } from '../documents/graph-schema.js';
+import { findDeploymentSnapshot } from './run-plan-repository.js';
 
 /** What the run workflow needs from PostgreSQL: the published graph and the validated inputs. */
 export interface RunPlan {
@@ -22,7 +23,7 @@ const runnableGraphs = new LRUCache<string, Graph>({ maxSize: 32 * 1024 * 1024, 
 async function runnableGraph(db: Database, deploymentId: string): Promise<Graph | null> {
   const cached = runnableGraphs.get(deploymentId);
   if (cached) return cached;
-  const [row] = await executePrepared(db, 'run_plan_snapshot', db.selectFrom('deployments').select('snapshot').where('id', '=', deploymentId).compile());
+  const row = await findDeploymentSnapshot(db, deploymentId);
   const graph = row ? parseRunnableGraph(row.snapshot) : null;
   if (graph) runnableGraphs.set(deploymentId, graph);
   return graph;

@@ -19,6 +19,7 @@ import { TRIGGER_INPUT_KEY, checkInputLimits } from './limits.js';
 import { assertMayRun, budgetKeyOf, payingTeamOf, triggerOf, triggerSourceOf, type RunCaller } from './run-access.js';
 import { endRunWithoutWorkflow, insertChargedRun, notStarted, type ChargedRunRow, type StoredRunEvent } from './run-events-repository.js';
 import { idempotencyScopeOf, findIdempotentRun, IdempotentReplay } from './run-idempotency.js';
+import { claimIdempotencyKey } from './run-idempotency-repository.js';
 import { planForRun } from './run-plan.js';
 import { formatVersion, versionOfRow } from '../documents/versions.js';
 
@@ -190,11 +191,9 @@ export async function admitRun(
     // The key is claimed in the run's transaction: a run and its key commit together or not at all.
     return await db.transaction().execute(async (trx) => {
       const recorded = await record(trx);
-      const claimed = await trx.insertInto('run_idempotency_keys')
-        .values({ scope: idempotency.scope, key: idempotency.key, request_hash: idempotency.requestHash, run_id: runId })
-        .onConflict((oc) => oc.columns(['scope', 'key']).doNothing()).executeTakeFirst();
+      const claimed = await claimIdempotencyKey(trx, { scope: idempotency.scope, key: idempotency.key, request_hash: idempotency.requestHash, run_id: runId });
       // Another request with the same key won the race: roll back this run and answer with that one.
-      if (claimed.numInsertedOrUpdatedRows === 0n) throw new IdempotentReplay();
+      if (!claimed) throw new IdempotentReplay();
       return recorded;
     });
   } catch (error) {

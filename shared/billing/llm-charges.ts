@@ -1,7 +1,7 @@
-import { sql } from 'kysely';
 import type { LlmUsage } from '../llm-providers/llm-client.js';
 import type { Database } from '../db/client.js';
 import { newId } from '../ids.js';
+import { addApiKeyUsage, findRunPayer, insertCreditTransactionOnce } from './llm-charges-repository.js';
 import { addToCreditBalance } from './repository.js';
 
 export interface LlmCharge {
@@ -32,21 +32,17 @@ export async function chargeLlmTokens(db: Database, charge: LlmCharge): Promise<
   // A free block leaves no trace: a zero-amount ledger row would only be noise.
   if (charge.costMilli === 0) return { charged: false };
   return db.transaction().execute(async (trx) => {
-    const run = await trx.selectFrom('runs').select(['team_id', 'api_key_id']).where('id', '=', charge.runId).executeTakeFirst();
+    const run = await findRunPayer(trx, charge.runId);
     if (!run) throw new Error(`run ${charge.runId} does not exist`);
-    const inserted = await trx.insertInto('credit_transactions').values({
+    const inserted = await insertCreditTransactionOnce(trx, {
       id: newId(), team_id: run.team_id, amount_milli: -charge.costMilli, reason: 'llm_tokens',
       reference: llmChargeReference(charge.runId, charge.blockId), created_by: null,
-    })
-      // The unique index is partial (reference IS NOT NULL): its predicate must be named to be inferred.
-      .onConflict((oc) => oc.columns(['team_id', 'reference']).where('reference', 'is not', null).doNothing())
-      .executeTakeFirst();
-    if (inserted.numInsertedOrUpdatedRows === 0n) return { charged: false };
+    });
+    if (!inserted) return { charged: false };
     await addToCreditBalance(trx, run.team_id, -charge.costMilli);
     if (run.api_key_id) {
       // Not last_used_at: the key was used when the run started, not now.
-      await trx.updateTable('api_keys').set({ usage_credits: sql`usage_credits + ${charge.costMilli}` })
-        .where('id', '=', run.api_key_id).execute();
+      await addApiKeyUsage(trx, run.api_key_id, charge.costMilli);
     }
     return { charged: true };
   });

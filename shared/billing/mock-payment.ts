@@ -2,6 +2,7 @@ import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { applyPaymentEvent } from './payment-events.js';
+import { findMockOrder, getOrderStatus } from './payment-events-repository.js';
 
 // The mock channel's own callback (`POST /mock-payment/callback`, outside production): what the
 // mock page's buttons do. Unsigned by contract, so it only ever reaches `mock` orders, and it goes
@@ -18,8 +19,7 @@ export interface MockPaymentInput {
 const mockFailure = (message: string, extra: Record<string, unknown> = {}) => new AppError(500, 'INTERNAL_ERROR', message, extra);
 
 export async function payMockOrder(db: Database, input: MockPaymentInput): Promise<{ orderId: string; message: string }> {
-  const order = await db.selectFrom('billing_orders').select(['id', 'amount', 'currency'])
-    .where('provider_order_id', '=', input.providerOrderId).where('provider', '=', 'mock').executeTakeFirst();
+  const order = await findMockOrder(db, input.providerOrderId);
   if (!order) throw mockFailure('No mock order has this provider_order_id');
   const result = await applyPaymentEvent(db, {
     provider: 'mock', eventId: `mock-page:${newId()}`, providerOrderId: input.providerOrderId,
@@ -33,7 +33,7 @@ export async function payMockOrder(db: Database, input: MockPaymentInput): Promi
       throw mockFailure(`The amount is not the order's (${order.amount} ${order.currency})`);
     case 'not_applicable': {
       // A second click of the same button is answered as the first; the other button cannot undo it.
-      const { status } = await db.selectFrom('billing_orders').select('status').where('id', '=', order.id).executeTakeFirstOrThrow();
+      const { status } = await getOrderStatus(db, order.id);
       if (status === (input.status === 'success' ? 'paid' : 'failed')) return { orderId: order.id, message: `Order already ${status}` };
       throw mockFailure(`The order is ${status}`);
     }

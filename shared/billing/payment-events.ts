@@ -1,7 +1,9 @@
-import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import type { BillingProvider } from '../db/types.js';
 import { datedNumber, newId } from '../ids.js';
+import {
+  insertPaymentEventOnce, lockOrder, markOrderFailed, markOrderPaid, setOrderRefundedAmount, setPaymentEventOutcome,
+} from './payment-events-repository.js';
 import { addToCreditBalance, insertCreditTransaction } from './repository.js';
 
 // What a verified payment callback does to a general payment order (docs/billing.md "Buying
@@ -66,26 +68,20 @@ export interface AppliedPaymentEvent {
  */
 export async function applyPaymentEvent(db: Database, event: PaymentEvent): Promise<AppliedPaymentEvent> {
   return db.transaction().execute(async (trx) => {
-    const recorded = await trx.insertInto('billing_payment_events')
-      .values({
-        id: newId(), provider: event.provider, event_id: event.eventId, order_id: null, kind: event.kind,
-        outcome: 'received', amount: event.amount, currency: event.currency, payload: JSON.stringify(event.payload ?? null),
-      })
-      .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing())
-      .returning('id')
-      .executeTakeFirst();
+    const recorded = await insertPaymentEventOnce(trx, {
+      id: newId(), provider: event.provider, event_id: event.eventId, order_id: null, kind: event.kind,
+      outcome: 'received', amount: event.amount, currency: event.currency, payload: JSON.stringify(event.payload ?? null),
+    });
     if (!recorded) return { outcome: 'duplicate', orderId: null };
 
     const finish = async (outcome: PaymentEventOutcome, orderId: string | null, balanceMilli?: number): Promise<AppliedPaymentEvent> => {
-      await trx.updateTable('billing_payment_events').set({ outcome, order_id: orderId }).where('id', '=', recorded.id).execute();
+      await setPaymentEventOutcome(trx, recorded.id, outcome, orderId);
       return { outcome, orderId, ...(balanceMilli === undefined ? {} : { balanceMilli }) };
     };
 
     const lookup = orderLookup(event);
     if (!lookup) return finish('unknown_order', null);
-    const order = await trx.selectFrom('billing_orders').selectAll()
-      .where(lookup.column, '=', lookup.value).where('provider', '=', event.provider)
-      .forUpdate().executeTakeFirst();
+    const order = await lockOrder(trx, lookup, event.provider);
     if (!order) return finish('unknown_order', null);
     if (event.currency !== null && event.currency.toUpperCase() !== order.currency) return finish('currency_mismatch', order.id);
 
@@ -95,9 +91,7 @@ export async function applyPaymentEvent(db: Database, event: PaymentEvent): Prom
       // A failed attempt is not final (Paddle's checkout lets the buyer retry another card): money
       // received after it is still granted, once.
       if (order.status !== 'pending' && order.status !== 'failed') return finish('not_applicable', order.id);
-      await trx.updateTable('billing_orders')
-        .set({ status: 'paid', paid_at: sql`now()`, updated_at: sql`now()`, channel_reference: event.channelReference ?? order.channel_reference })
-        .where('id', '=', order.id).execute();
+      await markOrderPaid(trx, order.id, event.channelReference ?? order.channel_reference);
       const grantMilli = order.credits * 1000;
       await insertCreditTransaction(trx, {
         id: newId(), team_id: order.team_id, amount_milli: grantMilli, reason: 'payment', reference: `billing-order:${order.id}`, created_by: null,
@@ -107,7 +101,7 @@ export async function applyPaymentEvent(db: Database, event: PaymentEvent): Prom
 
     if (event.kind === 'failed') {
       if (order.status !== 'pending') return finish('not_applicable', order.id);
-      await trx.updateTable('billing_orders').set({ status: 'failed', failed_at: sql`now()`, updated_at: sql`now()` }).where('id', '=', order.id).execute();
+      await markOrderFailed(trx, order.id);
       return finish('applied', order.id);
     }
 
@@ -123,12 +117,7 @@ export async function applyPaymentEvent(db: Database, event: PaymentEvent): Prom
     // What has been taken back so far is recomputed from the cumulative share, so rounding never adds up to more than the grant.
     const reversedBefore = Math.floor((grantedMilli * order.refunded_amount) / order.amount);
     const reverseMilli = Math.floor((grantedMilli * refundedAmount) / order.amount) - reversedBefore;
-    await trx.updateTable('billing_orders')
-      .set({
-        refunded_amount: refundedAmount, updated_at: sql`now()`,
-        ...(refundedAmount === order.amount ? { status: 'refunded' as const, refunded_at: sql`now()` } : {}),
-      })
-      .where('id', '=', order.id).execute();
+    await setOrderRefundedAmount(trx, order.id, refundedAmount, refundedAmount === order.amount);
     await insertCreditTransaction(trx, {
       id: newId(), team_id: order.team_id, amount_milli: -reverseMilli, reason: 'payment_refund',
       reference: `billing-refund:${event.provider}:${event.eventId}`, created_by: null,

@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
+import { insertPrice, listActivePrices, listPaymentMethodRows, upsertPaymentMethod } from './price-list-repository.js';
 
 // The price list of general payments (spec §2.17–2.18, CONTRACTS.md "Billing"): what a team can buy
 // with which currency, and the payment methods on offer. The operator writes it (`price create`,
@@ -72,19 +72,16 @@ export async function createPrice(db: Database, input: NewPrice): Promise<{ id: 
   if (!Number.isSafeInteger(input.amount) || input.amount < 1) throw invalid('amount', 'a whole number of minor units, at least 1');
   const credits = input.credits ?? 0;
   if (!Number.isInteger(credits) || credits < 0 || credits > MAX_PRICE_CREDITS) throw invalid('credits', `whole credits, 0 to ${MAX_PRICE_CREDITS}`);
-  return db.insertInto('billing_prices').values({
+  return insertPrice(db, {
     id: newId(), product_type: productType, product_code: input.productCode, name: input.name,
     description: input.description || null, amount: input.amount, currency: (input.currency ?? DEFAULT_PRICE_CURRENCY).toUpperCase(),
     credits, billing_period: periodOf(productType, input.billingPeriod), is_featured: input.isFeatured ?? false,
-  }).returning('id').executeTakeFirstOrThrow();
+  });
 }
 
 /** The active prices in one currency: featured first, then cheapest first (then oldest, for a stable order). */
 export async function listPublicPrices(db: Database, currency: string): Promise<PriceItem[]> {
-  const rows = await db.selectFrom('billing_prices').selectAll()
-    .where('currency', '=', currency.toUpperCase()).where('active', '=', true)
-    .orderBy('is_featured', 'desc').orderBy('amount').orderBy('created_at').orderBy('id')
-    .execute();
+  const rows = await listActivePrices(db, currency.toUpperCase());
   return rows.map((row) => ({
     id: row.id, productType: row.product_type, productCode: row.product_code, name: row.name, description: row.description,
     amount: row.amount, currency: row.currency, credits: row.credits, billingPeriod: row.billing_period, isFeatured: row.is_featured,
@@ -102,15 +99,10 @@ export interface PaymentMethod {
 export async function setPaymentMethod(db: Database, input: PaymentMethod): Promise<{ id: string }> {
   const currencies = [...new Set(input.currencies.map((code) => code.toUpperCase()))];
   if (currencies.length === 0) throw invalid('currencies', 'at least one currency');
-  return db.insertInto('billing_payment_methods')
-    .values({ id: input.id, name: input.name, currencies: JSON.stringify(currencies) })
-    .onConflict((oc) => oc.column('id').doUpdateSet({ name: input.name, currencies: JSON.stringify(currencies), updated_at: sql`now()` }))
-    .returning('id').executeTakeFirstOrThrow();
+  return upsertPaymentMethod(db, { id: input.id, name: input.name, currencies: JSON.stringify(currencies) });
 }
 
 /** The methods, in the order they were first set; with `currency`, only those that take it. */
 export async function listPaymentMethods(db: Database, currency?: string): Promise<PaymentMethod[]> {
-  let query = db.selectFrom('billing_payment_methods').select(['id', 'name', 'currencies']).orderBy('created_at').orderBy('id');
-  if (currency !== undefined) query = query.where(sql<boolean>`currencies @> ${JSON.stringify([currency.toUpperCase()])}::jsonb`);
-  return query.execute();
+  return listPaymentMethodRows(db, currency?.toUpperCase());
 }

@@ -1,12 +1,12 @@
-import type { Selectable } from 'kysely';
 import type { Database } from '../db/client.js';
-import type { ConnectorCredentialField, ConnectorsTable } from '../db/types.js';
+import type { ConnectorCredentialField } from '../db/types.js';
 import { AppError } from '../errors.js';
+import { findConnector, listApprovedConnectors, updateConnectorStatus, type ConnectorRow } from './catalog-repository.js';
 
 // The connector catalog is data (`connectors`, seeded with `imap_mail`); the operator approves,
 // rejects and trips the circuit breaker with `connector set` (docs/connectors.md).
 
-export type ConnectorRow = Selectable<ConnectorsTable>;
+export { findConnector, listApprovedConnectors, type ConnectorRow };
 export const connectorStatuses = ['approved', 'pending', 'rejected'] as const;
 export type ConnectorStatus = (typeof connectorStatuses)[number];
 
@@ -22,15 +22,6 @@ export const toConnectorView = (row: ConnectorRow): ConnectorView => ({
   authType: row.auth_type, credentialFields: row.credential_fields, supportedTriggers: row.supported_triggers, status: row.status,
   circuitBroken: row.circuit_broken, creditMultiplier: Number(row.credit_multiplier),
 });
-
-/** The catalog users see: approved connectors only (a pending or rejected one is not listed). */
-export async function listApprovedConnectors(db: Database): Promise<ConnectorRow[]> {
-  return db.selectFrom('connectors').selectAll().where('status', '=', 'approved').orderBy('service').execute();
-}
-
-export async function findConnector(db: Database, service: string): Promise<ConnectorRow | undefined> {
-  return db.selectFrom('connectors').selectAll().where('service', '=', service).executeTakeFirst();
-}
 
 /**
  * A connector a user may connect to now: known (404), approved (403), breaker closed (503).
@@ -48,11 +39,7 @@ export async function requireUsableConnector(db: Database, service: string): Pro
 export async function setConnector(
   db: Database, input: { service: string; status: ConnectorStatus; circuitBroken?: boolean },
 ): Promise<{ service: string; status: ConnectorStatus; circuitBroken: boolean }> {
-  const row = await db.updateTable('connectors')
-    .set({ status: input.status, ...(input.circuitBroken === undefined ? {} : { circuit_broken: input.circuitBroken }), updated_at: new Date() })
-    .where('service', '=', input.service)
-    .returning(['service', 'status', 'circuit_broken'])
-    .executeTakeFirst();
+  const row = await updateConnectorStatus(db, input.service, { status: input.status, circuitBroken: input.circuitBroken });
   if (!row) throw new AppError(404, 'connector_not_found', `No connector '${input.service}'`);
   return { service: row.service, status: row.status, circuitBroken: row.circuit_broken };
 }

@@ -1,11 +1,11 @@
-import type { Selectable } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../db/client.js';
-import type { ConnectionStatus, ConnectorConnectionsTable } from '../db/types.js';
+import type { ConnectionStatus } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
 import { SecretsKeyMissingError, type SecretKeyRing } from '../secrets/key-ring.js';
 import { requireUsableConnector } from './catalog.js';
+import { findUserConnection, insertConnection, listUserConnections, markConnectionRevoked, type ConnectionRow } from './connections-repository.js';
 import { maskCredentials, maskUsername } from './mask.js';
 import { connectorServices } from './services.js';
 
@@ -13,7 +13,7 @@ import { connectorServices } from './services.js';
 // sealed field by field with the row id and the field name as associated data, so a sealed value
 // copied to another row or field does not open; responses carry only the stored mask.
 
-export type ConnectionRow = Selectable<ConnectorConnectionsTable>;
+export type { ConnectionRow };
 
 /** Spec §2.5. */
 export interface ConnectionView {
@@ -84,10 +84,10 @@ export async function createConnection(deps: { db: Database; secrets: SecretKeyR
   }
   const mask = maskCredentials(connector.credential_fields, values);
   const label = body.accountLabel?.trim() || defaultLabel(connector.display_name, values);
-  return deps.db.insertInto('connector_connections').values({
+  return insertConnection(deps.db, {
     id, user_id: userId, service: connector.service, account_label: label, status: 'pending',
     credentials_sealed: JSON.stringify(sealed), credential_mask: JSON.stringify(mask),
-  }).returningAll().executeTakeFirstOrThrow();
+  });
 }
 
 /** Without a label: the connector's name and the masked user name (never the name in clear). */
@@ -96,7 +96,7 @@ const defaultLabel = (displayName: string, values: Record<string, string>) =>
 
 /** The caller's connections, newest first; revoked ones stay listed (spec §3.1). */
 export async function listConnections(db: Database, userId: string): Promise<ConnectionRow[]> {
-  return db.selectFrom('connector_connections').selectAll().where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id').execute();
+  return listUserConnections(db, userId);
 }
 
 export const connectionNotFound = () => new AppError(404, 'connection_not_found', 'Connection not found');
@@ -104,7 +104,7 @@ export const connectionNotFound = () => new AppError(404, 'connection_not_found'
 /** The caller's connection: missing, malformed and someone else's are the same 404 (spec §7.7). */
 export async function findOwnConnection(db: Database, userId: string, connectionId: string): Promise<ConnectionRow> {
   if (!isUuid(connectionId)) throw connectionNotFound();
-  const row = await db.selectFrom('connector_connections').selectAll().where('id', '=', connectionId).where('user_id', '=', userId).executeTakeFirst();
+  const row = await findUserConnection(db, userId, connectionId);
   if (!row) throw connectionNotFound();
   return row;
 }
@@ -116,8 +116,5 @@ export async function findOwnConnection(db: Database, userId: string, connection
 export async function revokeConnection(db: Database, userId: string, connectionId: string): Promise<void> {
   const row = await findOwnConnection(db, userId, connectionId);
   if (row.status === 'revoked') return;
-  await db.updateTable('connector_connections')
-    .set({ status: 'revoked', revoked_at: new Date(), credentials_sealed: JSON.stringify({}), updated_at: new Date() })
-    .where('id', '=', row.id).where('status', '<>', 'revoked')
-    .execute();
+  await markConnectionRevoked(db, row.id);
 }

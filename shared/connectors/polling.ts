@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { findRunDeployment } from '../documents/deployments.js';
 import type { Database } from '../db/client.js';
 import type { ConnectionStatus } from '../db/types.js';
@@ -12,6 +11,10 @@ import type { InboxPoll, MailboxCursor } from './imap-poll.js';
 import { probeErrorCodeOf } from './imap-probe.js';
 import { connectorServices } from './services.js';
 import { openCredentials, vettedAddress } from './upstream.js';
+import {
+  advancePollCursor, findPollCursor, insertConnectorEvents, insertDispatches, listConnectorEventIds, listPendingDispatchIds, loadBindingState,
+  type BindingState,
+} from './polling-repository.js';
 
 // One poll of a binding (docs/connectors.md "Polling"): decide whether to poll at all, read the
 // mailbox after the binding's cursor, and record each new mail once in the ledger with one
@@ -24,20 +27,7 @@ export interface PollDeps { db: Database; secrets: SecretKeyRing; settings: Pick
 /** The most pending dispatches one poll hands to the workflow; the rest follow on the next. */
 const MAX_PENDING = 1_000;
 
-/** A binding with everything that decides whether it polls and whether its mail may run. */
-export async function loadBindingState(db: Database, bindingId: string) {
-  return db.selectFrom('connector_bindings as b')
-    .innerJoin('connector_connections as c', 'c.id', 'b.connection_id')
-    .innerJoin('connectors as k', 'k.service', 'c.service')
-    .select([
-      'b.id', 'b.enabled', 'b.poll_seconds', 'b.document_id', 'b.trigger', 'b.created_by', 'b.connection_id',
-      'c.status as connection_status', 'c.service', 'c.user_id as connection_owner', 'c.credentials_sealed',
-      'k.status as connector_status', 'k.circuit_broken',
-    ])
-    .where('b.id', '=', bindingId)
-    .executeTakeFirst();
-}
-export type BindingState = NonNullable<Awaited<ReturnType<typeof loadBindingState>>>;
+export { loadBindingState, type BindingState };
 
 /** Why a binding's mail may not run now: `stop` for good (the binding or connection is gone), `pause` for a while. */
 export function bindingHold(state: BindingState | undefined): { hold: 'stop' | 'pause'; reason: string } | null {
@@ -61,7 +51,7 @@ export async function liveDeploymentOf(db: Database, documentId: string) {
 }
 
 async function readCursor(db: Database, bindingId: string): Promise<MailboxCursor | null> {
-  const row = await db.selectFrom('connector_poll_cursors').select(['uidvalidity', 'last_uid']).where('binding_id', '=', bindingId).executeTakeFirst();
+  const row = await findPollCursor(db, bindingId);
   return row ? { uidvalidity: Number(row.uidvalidity), lastUid: Number(row.last_uid) } : null;
 }
 
@@ -71,35 +61,22 @@ async function recordPoll(db: Database, state: BindingState, poll: InboxPoll): P
   return db.transaction().execute(async (trx) => {
     let created = 0;
     if (poll.mails.length > 0) {
-      await trx.insertInto('connector_events').values(poll.mails.map(({ uid, inputs }) => ({
+      await insertConnectorEvents(trx, poll.mails.map(({ uid, inputs }) => ({
         id: newId(), connection_id: state.connection_id, uidvalidity, uid, message_id: inputs.messageId, subject: inputs.subject,
         from_header: inputs.from, to_header: inputs.to, sent_at: inputs.date, text_body: inputs.text,
-      }))).onConflict((oc) => oc.columns(['connection_id', 'uidvalidity', 'uid']).doNothing()).execute();
+      })));
       // Ids of this poll's mail, whether this poll or an overlapping one recorded it.
-      const events = await trx.selectFrom('connector_events').select('id')
-        .where('connection_id', '=', state.connection_id).where('uidvalidity', '=', uidvalidity)
-        .where('uid', 'in', poll.mails.map((m) => m.uid)).execute();
-      const inserted = await trx.insertInto('connector_dispatches')
-        .values(events.map((e) => ({ id: newId(), event_id: e.id, binding_id: state.id })))
-        .onConflict((oc) => oc.columns(['event_id', 'binding_id']).doNothing()).returning('id').execute();
-      created = inserted.length;
+      const events = await listConnectorEventIds(trx, state.connection_id, uidvalidity, poll.mails.map((m) => m.uid));
+      created = await insertDispatches(trx, events.map((e) => ({ id: newId(), event_id: e.id, binding_id: state.id })));
     }
     // Forward only within a generation; a new generation replaces it (a re-baseline).
-    await sql`
-      INSERT INTO connector_poll_cursors (binding_id, uidvalidity, last_uid) VALUES (${state.id}, ${uidvalidity}, ${lastUid})
-      ON CONFLICT (binding_id) DO UPDATE SET
-        last_uid = CASE WHEN connector_poll_cursors.uidvalidity = excluded.uidvalidity
-          THEN greatest(connector_poll_cursors.last_uid, excluded.last_uid) ELSE excluded.last_uid END,
-        uidvalidity = excluded.uidvalidity, updated_at = now()
-    `.execute(trx);
+    await advancePollCursor(trx, state.id, uidvalidity, lastUid);
     return created;
   });
 }
 
 async function pendingDispatches(db: Database, bindingId: string): Promise<string[]> {
-  const rows = await db.selectFrom('connector_dispatches').select('id')
-    .where('binding_id', '=', bindingId).where('status', '=', 'pending')
-    .orderBy('created_at').orderBy('id').limit(MAX_PENDING).execute();
+  const rows = await listPendingDispatchIds(db, bindingId, MAX_PENDING);
   return rows.map((r) => r.id);
 }
 

@@ -1,8 +1,9 @@
 import { decodeJwt } from 'jose';
-import { executePrepared, type Database } from '../db/client.js';
+import type { Database } from '../db/client.js';
 import { sha256Hex } from '../crypto.js';
 import { AppError } from '../errors.js';
 import { isUuid } from '../ids.js';
+import { findApiKeyByHash, findLiveAgentBindingByHash, findOAuthAccessTokenByHash, findUserForToken } from './authentication-repository.js';
 import type { IdentityProvider } from './identity-provider.js';
 import { authMessages, type Principal } from './principal.js';
 import { SCHEDULE_TOKEN_ISSUER, type ScheduleTokens } from './schedule-tokens.js';
@@ -24,14 +25,7 @@ export function createAuthenticator(deps: { db: Database; idp: IdentityProvider;
 
   async function apiKey(token: string): Promise<Principal> {
     if (!hasValidTokenShape('apiKey', token)) throw unauthorized(authMessages.invalidApiKey);
-    // Every run request starts here: a prepared statement.
-    const [row] = await executePrepared(db, 'authenticate_api_key', db.selectFrom('api_keys')
-      .innerJoin('teams', 'teams.id', 'api_keys.team_id')
-      .select(['api_keys.id', 'api_keys.team_id', 'api_keys.created_by', 'api_keys.limit_credits', 'api_keys.usage_credits', 'api_keys.expires_at'])
-      .where('api_keys.key_hash', '=', sha256Hex(token))
-      .where('api_keys.deleted_at', 'is', null)
-      .where('teams.deleted_at', 'is', null)
-      .compile());
+    const row = await findApiKeyByHash(db, sha256Hex(token));
     // Creation accepts no expiry, but a row that has one is honoured (spec §5.1).
     if (!row || (row.expires_at && row.expires_at.getTime() <= Date.now())) throw unauthorized(authMessages.invalidApiKey);
     return { kind: 'api-key', apiKeyId: row.id, userId: row.created_by, teamId: row.team_id, limitCredits: row.limit_credits, usageCredits: row.usage_credits };
@@ -39,14 +33,7 @@ export function createAuthenticator(deps: { db: Database; idp: IdentityProvider;
 
   async function oauth(token: string): Promise<Principal> {
     if (!hasValidTokenShape('oauthAccess', token)) throw unauthorized(authMessages.invalidOAuth);
-    const row = await db.selectFrom('oauth_tokens as t')
-      .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
-      .innerJoin('oauth_apps as a', 'a.id', 't.app_id')
-      .innerJoin('oauth_clients as c', 'c.id', 't.client_pk')
-      .select(['t.id', 't.user_id', 't.app_id', 'c.client_id', 't.scopes', 't.expires_at', 't.revoked_at', 'g.revoked_at as grant_revoked_at', 'a.disabled_at', 'a.deleted_at'])
-      .where('t.token_hash', '=', sha256Hex(token))
-      .where('t.kind', '=', 'access')
-      .executeTakeFirst();
+    const row = await findOAuthAccessTokenByHash(db, sha256Hex(token));
     if (!row || row.revoked_at || row.grant_revoked_at || row.disabled_at || row.deleted_at) throw unauthorized(authMessages.invalidOAuth);
     if (row.expires_at.getTime() <= Date.now()) throw unauthorized(authMessages.expiredOAuth);
     return { kind: 'oauth', tokenId: row.id, userId: row.user_id, appId: row.app_id, clientId: row.client_id, scopes: row.scopes, expiresAt: row.expires_at };
@@ -54,13 +41,7 @@ export function createAuthenticator(deps: { db: Database; idp: IdentityProvider;
 
   async function agent(token: string): Promise<Principal> {
     if (!hasValidTokenShape('agent', token)) throw unauthorized(authMessages.invalidToken);
-    const row = await db.selectFrom('agent_bindings as b')
-      .innerJoin('agents as a', 'a.id', 'b.agent_id')
-      .select(['b.id', 'b.agent_id', 'b.agent_user_id', 'b.owner_user_id', 'b.team_id', 'a.permissions'])
-      .where('b.token_hash', '=', sha256Hex(token))
-      .where('b.deleted_at', 'is', null)
-      .where('a.deleted_at', 'is', null)
-      .executeTakeFirst();
+    const row = await findLiveAgentBindingByHash(db, sha256Hex(token));
     if (!row) throw unauthorized(authMessages.invalidToken);
     return { kind: 'agent', bindingId: row.id, agentId: row.agent_id, userId: row.agent_user_id, ownerUserId: row.owner_user_id, teamId: row.team_id, permissions: row.permissions };
   }
@@ -80,7 +61,7 @@ export function createAuthenticator(deps: { db: Database; idp: IdentityProvider;
     // Our user ids are UUIDs; anything else cannot be one of our users (and must not reach a uuid cast).
     // An agent's own user may hold an IdP JWT too: that is how it manages its bindings (§4.4 "as agent").
     const user = isUuid(payload.sub)
-      ? await db.selectFrom('users').select(['id', 'email', 'metadata']).where('id', '=', payload.sub).executeTakeFirst()
+      ? await findUserForToken(db, payload.sub)
       : undefined;
     if (!user) throw unauthorized(authMessages.invalidToken);
     return { kind: 'jwt', userId: user.id, email: user.email, metadata: user.metadata };

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId, slugify } from '../ids.js';
+import { findFirstOwnedTeam, findSystemProjectOf, lockDefaultProjectOf } from './default-project-repository.js';
 import { insertProject, insertTeam, upsertTeamMember } from './repository.js';
 
 export const PERSONAL_DEFAULT = 'personal_default' as const;
@@ -35,12 +35,8 @@ export interface DefaultProjectView {
  */
 export async function ensureDefaultProject(db: Database, userId: string, lang: 'zh' | 'en'): Promise<DefaultProjectView> {
   return db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(hashtext(${`default-project:${userId}`}))`.execute(trx);
-    const existing = await trx.selectFrom('projects as p')
-      .innerJoin('teams as t', 't.id', 'p.team_id')
-      .select(['p.id', 'p.team_id', 'p.slug', 'p.name', 'p.deletion_locked', 't.slug as team_slug', 't.name as team_name', 't.owner_id', 't.deleted_at as team_deleted_at'])
-      .where('p.created_by', '=', userId).where('p.system_purpose', '=', PERSONAL_DEFAULT).where('p.deleted_at', 'is', null)
-      .executeTakeFirst();
+    await lockDefaultProjectOf(trx, userId);
+    const existing = await findSystemProjectOf(trx, userId, PERSONAL_DEFAULT);
     if (existing) {
       if (existing.owner_id !== userId || existing.team_deleted_at) {
         throw new AppError(409, 'personal_default_project_invalid_team', 'The personal default project sits in a team you no longer own or that was deleted');
@@ -48,8 +44,7 @@ export async function ensureDefaultProject(db: Database, userId: string, lang: '
       return view({ id: existing.team_id, slug: existing.team_slug, name: existing.team_name }, existing);
     }
 
-    let team = await trx.selectFrom('teams').select(['id', 'slug', 'name'])
-      .where('owner_id', '=', userId).where('deleted_at', 'is', null).orderBy('created_at').executeTakeFirst();
+    let team = await findFirstOwnedTeam(trx, userId);
     if (!team) {
       const name = names[lang].team;
       team = await insertTeam(trx, { id: newId(), slug: `${slugify(name) === 'item' ? 'team' : slugify(name)}-${randomBytes(3).toString('hex')}`, name, owner_id: userId, plan_code: 'free' });

@@ -5,7 +5,10 @@ import type { FileStore } from '../storage/file-store.js';
 import { embedFacts, type Embedder } from './embeddings.js';
 import { describeDeployment, describeDocument, describeFile, type ExtractedFact } from './extract.js';
 import type { GraphBuildResult } from './contracts.js';
-import { deploymentVersion, documentVersion, fileVersion } from './source-versions.js';
+import {
+  expireGenerationFacts, findGenerationByBuildKey, insertArtifacts, insertFactContributions, insertGeneration, listDeploymentSources,
+  listDocumentSources, listFileSources, lockLiveProject, markGenerationActive, retireActiveGenerations, setGenerationCounts,
+} from './repository.js';
 import { writeEpisode } from './store.js';
 
 // A memory generation: every authoritative source of a project (documents, live deployments, stored
@@ -28,8 +31,7 @@ interface Source {
 }
 
 async function readDocuments(db: Database, projectId: string): Promise<Source[]> {
-  const rows = await db.selectFrom('documents as d').select(['d.id', 'd.name', 'd.graph', documentVersion('d').as('version_id')])
-    .where('d.project_id', '=', projectId).where('d.deleted_at', 'is', null).orderBy('d.created_at').execute();
+  const rows = await listDocumentSources(db, projectId);
   return rows.map((row) => ({
     table: 'documents', sourceType: 'database', id: row.id, versionId: row.version_id,
     locator: { table: 'documents', id: row.id, name: row.name }, contribution: 'name_and_blocks', fact: describeDocument(row.name, row.graph),
@@ -37,9 +39,7 @@ async function readDocuments(db: Database, projectId: string): Promise<Source[]>
 }
 
 async function readDeployments(db: Database, projectId: string): Promise<Source[]> {
-  const rows = await db.selectFrom('deployments as p').innerJoin('documents as d', 'd.id', 'p.document_id')
-    .select(['p.id', 'p.document_id', 'p.version_major', 'p.version_minor', 'p.visibility', 'p.snapshot', 'd.name', deploymentVersion('p').as('version_id')])
-    .where('p.project_id', '=', projectId).where('p.deleted_at', 'is', null).orderBy('p.created_at').execute();
+  const rows = await listDeploymentSources(db, projectId);
   return rows.map((row) => {
     const version = `${row.version_major}.${row.version_minor}`;
     return {
@@ -51,9 +51,7 @@ async function readDeployments(db: Database, projectId: string): Promise<Source[
 }
 
 async function readFiles(db: Database, store: FileStore | null, projectId: string): Promise<Source[]> {
-  const rows = await db.selectFrom('files as f')
-    .select(['f.id', 'f.original_name', 'f.content_type', 'f.size', 'f.sha256', 'f.storage_key', fileVersion('f').as('version_id')])
-    .where('f.project_id', '=', projectId).where('f.deleted_at', 'is', null).orderBy('f.created_at').execute();
+  const rows = await listFileSources(db, projectId);
   const sources: Source[] = [];
   for (const row of rows) {
     const name = row.original_name ?? row.id;
@@ -101,16 +99,16 @@ export async function buildGeneration(
   const embeddings = await embedFacts(embedder, sources.map((s) => s.fact), input.signal);
   return db.transaction().execute(async (trx) => {
     // One build of a project at a time: the later one becomes the active generation.
-    const project = await trx.selectFrom('projects').select('id').where('id', '=', input.projectId).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
+    const project = await lockLiveProject(trx, input.projectId);
     if (!project) throw new Error(`Project ${input.projectId} does not exist`);
     const again = await findBuild(trx, input.buildKey);
     if (again) return again;
     const now = new Date();
     const generationId = newId();
-    await trx.insertInto('graph_generations').values({
+    await insertGeneration(trx, {
       id: generationId, project_id: input.projectId, build_key: input.buildKey, status: 'building', created_at: now,
       embedding_model: embeddings && embedder ? embedder.model : null,
-    }).execute();
+    });
     const written = await writeEpisode(trx, {
       projectId: input.projectId, generationId, jobId: null, name: `Memory generation ${generationId}`,
       content: sources.map((s) => `${s.table}/${s.id}@${s.versionId}`).join('\n'), extractor: 'builtin', now, embeddings,
@@ -120,18 +118,18 @@ export async function buildGeneration(
       id: newId(), generation_id: generationId, source_type: s.sourceType, source_table: s.table, source_id: s.id,
       source_version_id: s.versionId, locator: JSON.stringify(s.locator),
     }));
-    for (let i = 0; i < artifacts.length; i += 1_000) await trx.insertInto('graph_artifacts').values(artifacts.slice(i, i + 1_000)).execute();
+    await insertArtifacts(trx, artifacts);
     const contributions = written.facts.map((fact) => ({ fact_id: fact.id, artifact_id: artifacts[fact.index]!.id, contribution: sources[fact.index]!.contribution }));
-    for (let i = 0; i < contributions.length; i += 1_000) await trx.insertInto('graph_fact_contributions').values(contributions.slice(i, i + 1_000)).execute();
+    await insertFactContributions(trx, contributions);
 
     await activate(trx, input.projectId, generationId, now);
-    await trx.updateTable('graph_generations').set({ sources: sources.length, facts: written.facts.length }).where('id', '=', generationId).execute();
+    await setGenerationCounts(trx, generationId, { sources: sources.length, facts: written.facts.length });
     return { generationId, facts: written.facts.length };
   });
 }
 
 async function findBuild(db: Database, buildKey: string): Promise<GraphBuildResult | undefined> {
-  const row = await db.selectFrom('graph_generations').select(['id', 'facts']).where('build_key', '=', buildKey).executeTakeFirst();
+  const row = await findGenerationByBuildKey(db, buildKey);
   return row && { generationId: row.id, facts: row.facts };
 }
 
@@ -142,11 +140,7 @@ async function findBuild(db: Database, buildKey: string): Promise<GraphBuildResu
  * `graph_generations_one_active` holds whatever else happens.
  */
 async function activate(trx: Database, projectId: string, generationId: string, now: Date): Promise<void> {
-  const retired = await trx.updateTable('graph_generations').set({ status: 'retired', retired_at: now })
-    .where('project_id', '=', projectId).where('status', '=', 'active').returning('id').execute();
-  if (retired.length > 0) {
-    await trx.updateTable('graph_facts').set({ expired_at: now })
-      .where('generation_id', 'in', retired.map((r) => r.id)).where('expired_at', 'is', null).execute();
-  }
-  await trx.updateTable('graph_generations').set({ status: 'active', activated_at: now }).where('id', '=', generationId).execute();
+  const retired = await retireActiveGenerations(trx, projectId, now);
+  if (retired.length > 0) await expireGenerationFacts(trx, retired.map((r) => r.id), now);
+  await markGenerationActive(trx, generationId, now);
 }

@@ -1,19 +1,17 @@
-import type { Selectable } from 'kysely';
 import type { Database } from '../db/client.js';
-import type { GraphJobsTable, GraphJobStatus } from '../db/types.js';
+import type { GraphJobStatus } from '../db/types.js';
 import { isUuid, newId } from '../ids.js';
 import { recordWorkflowStart } from '../workflow-starts/outbox.js';
 import { planStart, startRecordedWorkflow, type StartPathDeps } from '../workflow-starts/start-path.js';
 import { graphIngestStart, type GraphIngestResult } from './contracts.js';
 import { graphErrors } from './errors.js';
 import type { Extraction } from './extract.js';
+import { completeJob, failOpenJob, findProjectJob, insertGraphJob, lockJob, startQueuedJob, type GraphJobRow } from './repository.js';
 import { writeEpisode } from './store.js';
 
 // Graph jobs: an accepted episode is a `graph_jobs` row and its `graph-ingest-<jobId>` start,
 // committed together (the outbox), so a job the API answered 202 for always runs, even when Temporal
 // or the worker is down at that moment. The workflow's activities move the row along.
-
-export type GraphJobRow = Selectable<GraphJobsTable>;
 
 export interface EpisodeInput { name?: string; content: string }
 
@@ -28,9 +26,9 @@ export async function submitEpisode(
   // Temporal known to be down: the start is due to the dispatcher at once instead of after a grace.
   const plan = planStart(deps, 'queue');
   await deps.db.transaction().execute(async (trx) => {
-    await trx.insertInto('graph_jobs').values({
+    await insertGraphJob(trx, {
       id: jobId, project_id: input.projectId, kind: 'ingest', input: JSON.stringify(input.episode), created_by: input.userId,
-    }).execute();
+    });
     await recordWorkflowStart(trx, start, { graceSeconds: plan.graceSeconds });
   });
   if (plan.tryNow) await startRecordedWorkflow(deps, start, 'queue');
@@ -40,7 +38,7 @@ export async function submitEpisode(
 /** The job as its project sees it; another project's job (or a malformed id) is 404 like a missing one. */
 export async function getProjectJob(db: Database, projectId: string, jobId: string): Promise<GraphJobView> {
   const row = isUuid(jobId)
-    ? await db.selectFrom('graph_jobs').selectAll().where('id', '=', jobId).where('project_id', '=', projectId).executeTakeFirst()
+    ? await findProjectJob(db, projectId, jobId)
     : undefined;
   if (!row) throw graphErrors.jobNotFound();
   return {
@@ -52,8 +50,7 @@ export async function getProjectJob(db: Database, projectId: string, jobId: stri
 
 /** Activity side: queued → running (a retried activity finds it running already). */
 export async function markJobRunning(db: Database, jobId: string): Promise<GraphJobRow | undefined> {
-  await db.updateTable('graph_jobs').set({ status: 'running', started_at: new Date() }).where('id', '=', jobId).where('status', '=', 'queued').execute();
-  return db.selectFrom('graph_jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+  return startQueuedJob(db, jobId);
 }
 
 /**
@@ -66,21 +63,19 @@ export async function completeIngestJob(
   embeddings: number[][] | null = null,
 ): Promise<GraphIngestResult> {
   return db.transaction().execute(async (trx) => {
-    const locked = await trx.selectFrom('graph_jobs').select(['status', 'result']).where('id', '=', job.id).forUpdate().executeTakeFirstOrThrow();
+    const locked = await lockJob(trx, job.id);
     if (locked.status === 'completed') return locked.result as GraphIngestResult;
     const written = await writeEpisode(trx, {
       projectId: job.project_id, generationId: null, jobId: job.id, name: episode.name, content: episode.content,
       extractor: episode.extractor, now: new Date(), embeddings,
     }, extraction);
     const result: GraphIngestResult = { episodeId: written.episodeId, entities: written.entities, facts: written.facts.length };
-    await trx.updateTable('graph_jobs').set({ status: 'completed', result: JSON.stringify(result), error: null, finished_at: new Date() })
-      .where('id', '=', job.id).execute();
+    await completeJob(trx, job.id, result);
     return result;
   });
 }
 
 /** A job that cannot complete: its error is what `GET …/jobs/:jobId` shows. A completed job stays completed. */
 export async function failJob(db: Database, jobId: string, error: string): Promise<void> {
-  await db.updateTable('graph_jobs').set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
-    .where('id', '=', jobId).where('status', 'in', ['queued', 'running']).execute();
+  await failOpenJob(db, jobId, error.slice(0, 2000));
 }

@@ -1,5 +1,6 @@
 import type { Database } from '../db/client.js';
 import type { GraphConfig } from './config.js';
+import { findActiveGenerationSummary } from './repository.js';
 
 // `GET …/graph/status`: reached only when the feature is on and configured (otherwise the 503),
 // so it reports the configuration's shape and the graph store's state for this project.
@@ -12,8 +13,7 @@ export interface GraphStatusView {
 }
 
 export async function graphStatus(db: Database, graph: GraphConfig, projectId: string): Promise<GraphStatusView> {
-  const active = await db.selectFrom('graph_generations').select(['id', 'facts', 'activated_at'])
-    .where('project_id', '=', projectId).where('status', '=', 'active').executeTakeFirst();
+  const active = await findActiveGenerationSummary(db, projectId);
   return {
     enabled: true, configured: true, extractor: graph.extractor,
     store: active

@@ -1,15 +1,11 @@
 import type { Database } from '../db/client.js';
 import { newId } from '../ids.js';
 import type { Extraction } from './extract.js';
+import { insertEntities, insertEpisode, insertFacts } from './repository.js';
 
 // Writes of Graphiti's model (episode → entities → facts), shared by hand ingestion and the
-// generation build. Kysely queries only; callers pass their transaction.
-
-/**
- * Rows per INSERT: well below PostgreSQL's 65,535 parameters at ~13 columns a row (an embedding is
- * one array parameter).
- */
-const BATCH = 1_000;
+// generation build: builds the rows (ids, entities deduplicated by name) that ./repository.ts
+// inserts; callers pass their transaction.
 
 export interface EpisodeScope {
   projectId: string;
@@ -33,10 +29,10 @@ export async function writeEpisode(trx: Database, scope: EpisodeScope, extractio
     throw new Error(`${scope.embeddings.length} embeddings for ${extraction.facts.length} facts`);
   }
   const episodeId = newId();
-  await trx.insertInto('graph_episodes').values({
+  await insertEpisode(trx, {
     id: episodeId, project_id: scope.projectId, generation_id: scope.generationId, job_id: scope.jobId,
     name: scope.name, content: scope.content, extractor: scope.extractor, created_at: scope.now,
-  }).execute();
+  });
 
   const entityIds = new Map<string, string>();
   const entityRows = [];
@@ -48,7 +44,7 @@ export async function writeEpisode(trx: Database, scope: EpisodeScope, extractio
     entityIds.set(entity.name, id);
     entityRows.push({ id, project_id: scope.projectId, generation_id: scope.generationId, episode_id: episodeId, name: entity.name, kind: entity.kind, created_at: scope.now });
   }
-  for (let i = 0; i < entityRows.length; i += BATCH) await trx.insertInto('graph_entities').values(entityRows.slice(i, i + BATCH)).execute();
+  await insertEntities(trx, entityRows);
 
   const facts: WrittenFact[] = [];
   const factRows = extraction.facts.map((f, index) => {
@@ -63,6 +59,6 @@ export async function writeEpisode(trx: Database, scope: EpisodeScope, extractio
       embedding: scope.embeddings?.[index] ?? null,
     };
   });
-  for (let i = 0; i < factRows.length; i += BATCH) await trx.insertInto('graph_facts').values(factRows.slice(i, i + BATCH)).execute();
+  await insertFacts(trx, factRows);
   return { episodeId, entities: entityRows.length, facts };
 }

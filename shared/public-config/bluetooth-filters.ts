@@ -1,9 +1,9 @@
-import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
+import { findBluetoothFilterOwner, insertBluetoothFilter, listBluetoothFilterRows } from './repository.js';
 
 // The device-name prefixes the mobile clients scan for (spec §2.19, CONTRACTS.md "Public
 // configuration"): one row per prefix, so one model may have several. Written by the CLI
@@ -35,15 +35,14 @@ export type NewBluetoothFilter = Pick<BluetoothFilter, 'namePrefix' | 'productMo
 
 export async function addBluetoothFilter(db: Database, input: NewBluetoothFilter): Promise<{ id: string }> {
   try {
-    return await db.insertInto('bluetooth_filters').values({
+    return await insertBluetoothFilter(db, {
       id: newId(), name_prefix: input.namePrefix, product_model_id: input.productModelId, model_name: input.modelName,
       generation: input.generation ?? null, role: input.role ?? 'full', requires_inventory_check: input.requiresInventoryCheck ?? false,
-    }).returning('id').executeTakeFirstOrThrow();
+    });
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     // A prefix maps to one model: a second model under it would make a scan ambiguous.
-    const owner = await db.selectFrom('bluetooth_filters').select('product_model_id')
-      .where('name_prefix', '=', input.namePrefix).executeTakeFirst();
+    const owner = await findBluetoothFilterOwner(db, input.namePrefix);
     throw new AppError(409, 'bluetooth_filter_exists',
       `A filter for the name prefix '${input.namePrefix}' already exists${owner ? ` (model ${owner.product_model_id})` : ''}`);
   }
@@ -54,10 +53,7 @@ export async function addBluetoothFilter(db: Database, input: NewBluetoothFilter
  * device name starts with meets the most specific one (`WF2` before `WF`).
  */
 export async function listBluetoothFilters(db: Database): Promise<BluetoothFilter[]> {
-  const rows = await db.selectFrom('bluetooth_filters')
-    .select(['name_prefix', 'product_model_id', 'model_name', 'requires_inventory_check', 'generation', 'role'])
-    .orderBy(sql`char_length(name_prefix)`, 'desc').orderBy('name_prefix')
-    .execute();
+  const rows = await listBluetoothFilterRows(db);
   return rows.map((row) => ({
     namePrefix: row.name_prefix, productModelId: row.product_model_id, modelName: row.model_name,
     requiresInventoryCheck: row.requires_inventory_check, generation: row.generation, role: row.role,

@@ -5,6 +5,7 @@ import type { Database } from '../db/client.js';
 import type { BoardAssetKind } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { createObjectStore, FileChangedWhileStoringError, objectKeys, putFileByContent } from '../storage/object-store.js';
+import { findBoardAssetSize, findLargestBoardAssetSize, insertBoardAssetIfAbsent } from './repository.js';
 
 // Board firmware and board app installers (docs/public-config.md, spec §4.10, CONTRACTS.md):
 // the rules of their download parameters, the registration lookup the download route makes, and
@@ -77,19 +78,16 @@ export interface BoardAssetRef { kind: BoardAssetKind; target: string; sha256: s
 /** A registered asset: the ref, its size, and where the object store keeps its bytes. */
 export interface BoardAsset extends BoardAssetRef { size: number; storageKey: string }
 
-// --- repository ---
+// --- lookups ---
 
 export async function findBoardAsset(db: Database, ref: BoardAssetRef): Promise<BoardAsset | null> {
-  const row = await db.selectFrom('board_assets').select('size')
-    .where('kind', '=', ref.kind).where('target', '=', ref.target)
-    .where('sha256', '=', ref.sha256).where('file_name', '=', ref.fileName)
-    .executeTakeFirst();
+  const row = await findBoardAssetSize(db, { kind: ref.kind, target: ref.target, sha256: ref.sha256, file_name: ref.fileName });
   return row ? { ...ref, size: row.size, storageKey: objectKeys.boardAsset(ref.kind, ref.target, ref.sha256) } : null;
 }
 
 /** The size of the largest registered asset (0 with none): the download cache must hold it. */
 export async function largestBoardAssetSize(db: Database): Promise<number> {
-  const row = await db.selectFrom('board_assets').select((eb) => eb.fn.max('size').as('largest')).executeTakeFirst();
+  const row = await findLargestBoardAssetSize(db);
   return Number(row?.largest ?? 0);
 }
 
@@ -160,9 +158,6 @@ export async function registerBoardAsset(
     throw error;
   }
   const { sha256 } = stored;
-  await ctx.db.insertInto('board_assets')
-    .values({ kind, target, sha256, file_name: fileName, size: stored.size })
-    .onConflict((oc) => oc.columns(['kind', 'target', 'sha256', 'file_name']).doNothing())
-    .execute();
+  await insertBoardAssetIfAbsent(ctx.db, { kind, target, sha256, file_name: fileName, size: stored.size });
   return { sha256, size: stored.size, path: boardAssetPath(kind, target, sha256, fileName) };
 }

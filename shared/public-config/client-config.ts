@@ -1,6 +1,7 @@
 import { sha256Hex } from '../crypto.js';
 import type { Database } from '../db/client.js';
 import { upsertSiteSetting } from '../site-settings/repository.js';
+import { findSiteSettingUpdatedAt, listSiteSettingsByKeys } from './repository.js';
 
 /**
  * The mobile client configuration (spec §2.16, §4.10 "Client-config details"): the `site_settings`
@@ -23,8 +24,7 @@ export interface ClientConfigRow { group: ClientConfigGroup; value: Record<strin
  * is left out, version included: a group is an object of keys or nothing.
  */
 export async function loadClientConfigRows(db: Database): Promise<ClientConfigRow[]> {
-  const rows = await db.selectFrom('site_settings').select(['key', 'value', 'updated_at'])
-    .where('key', 'in', CLIENT_CONFIG_GROUPS.map(clientConfigKey)).execute();
+  const rows = await listSiteSettingsByKeys(db, CLIENT_CONFIG_GROUPS.map(clientConfigKey));
   return rows.flatMap(({ key, value, updated_at }) => {
     const group = key.slice(KEY_PREFIX.length);
     return isClientConfigGroup(group) && isJsonObject(value) ? [{ group, value, updatedAt: updated_at }] : [];
@@ -39,7 +39,7 @@ export async function setClientConfig(db: Database, group: ClientConfigGroup, va
   return db.transaction().execute(async (trx) => {
     await upsertSiteSetting(trx, clientConfigKey(group), value);
     // now() is the transaction's start, so this reads back exactly what the upsert wrote.
-    const row = await trx.selectFrom('site_settings').select('updated_at').where('key', '=', clientConfigKey(group)).executeTakeFirstOrThrow();
+    const row = await findSiteSettingUpdatedAt(trx, clientConfigKey(group));
     return { group, version: row.updated_at.getTime() };
   });
 }

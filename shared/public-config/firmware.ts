@@ -1,9 +1,9 @@
-import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../db/client.js';
 import type { FileStore } from '../storage/file-store.js';
 import { objectKeys, putFileByContent } from '../storage/object-store.js';
 import { requestOrigin } from './client-config.js';
+import { findFirmwareFile, upsertFirmwareFile } from './repository.js';
 
 // Device firmware (spec §4.10, CONTRACTS.md "Public configuration"): `asset register-firmware`
 // stores the bytes by content and maps (model, module, file name) to them; the public route turns
@@ -30,9 +30,7 @@ export type FirmwareRef = z.infer<typeof firmwareRefSchema>;
 export interface FirmwareFile extends FirmwareRef { sha256: string; size: number }
 
 export async function findFirmware(db: Database, ref: FirmwareRef): Promise<FirmwareFile | null> {
-  const row = await db.selectFrom('firmware_files').select(['model', 'module', 'file_name', 'sha256', 'size'])
-    .where('model', '=', ref.model).where('module', '=', ref.module).where('file_name', '=', ref.fileName)
-    .executeTakeFirst();
+  const row = await findFirmwareFile(db, ref);
   return row ? { model: row.model, module: row.module, fileName: row.file_name, sha256: row.sha256, size: Number(row.size) } : null;
 }
 
@@ -43,10 +41,7 @@ export async function findFirmware(db: Database, ref: FirmwareRef): Promise<Firm
  */
 export async function registerFirmware(deps: { db: Database; store: FileStore }, input: FirmwareRef & { file: string }): Promise<FirmwareFile> {
   const { sha256, size } = await putFileByContent(deps.store, objectKeys.firmware, input.file);
-  await deps.db.insertInto('firmware_files')
-    .values({ model: input.model, module: input.module, file_name: input.fileName, sha256, size })
-    .onConflict((oc) => oc.columns(['model', 'module', 'file_name']).doUpdateSet({ sha256, size, updated_at: sql`now()` }))
-    .execute();
+  await upsertFirmwareFile(deps.db, { model: input.model, module: input.module, file_name: input.fileName, sha256, size });
   return { model: input.model, module: input.module, fileName: input.fileName, sha256, size };
 }
 

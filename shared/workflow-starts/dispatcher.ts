@@ -1,10 +1,9 @@
 import type { Client } from '@temporalio/client';
-import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import { isTemporalUnavailable } from '../dependency-errors.js';
 import { startPeriodic } from '../periodic.js';
-import type { WorkflowSearchMeta } from '../../temporal/search-attributes.js';
 import { forgetWorkflowStart, startWorkflowNow, type WorkflowStart } from './outbox.js';
+import { claimDueStarts, deferStarts, type DueStartRow } from './outbox-repository.js';
 
 // The worker's half of the outbox (outbox.ts): every recorded start that is due (its requester's
 // grace has passed) is claimed, started and forgotten. Runs at worker start and then every
@@ -16,41 +15,17 @@ const LEASE_SECONDS = 30;
 const START_DEADLINE_MS = 10_000;
 const MAX_BACKOFF_SECONDS = 30;
 
-interface DueRow {
-  workflow_id: string; workflow_type: string; task_queue: string; args: unknown[];
-  search_attributes: WorkflowSearchMeta; static_summary: string | null;
-}
-
-/** Claims up to `limit` due starts for this pass. */
-async function claimDue(db: Database, limit: number): Promise<DueRow[]> {
-  const { rows } = await sql<DueRow>`
-    UPDATE workflow_starts SET claimed_until = now() + make_interval(secs => ${LEASE_SECONDS}), attempts = attempts + 1
-    WHERE workflow_id IN (
-      SELECT workflow_id FROM workflow_starts
-      WHERE next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
-      ORDER BY next_attempt_at LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
-    RETURNING workflow_id, workflow_type, task_queue, args, search_attributes, static_summary`.execute(db);
-  return rows;
-}
-
 /** Starts that failed (or were not tried): released, and due again after a backoff that grows with their attempts. */
-async function deferStarts(db: Database, workflowIds: string[], error: Error): Promise<void> {
-  await sql`
-    UPDATE workflow_starts SET claimed_until = NULL, last_error = ${error.message.slice(0, 500)},
-      next_attempt_at = now() + make_interval(secs => least(${MAX_BACKOFF_SECONDS}, power(2, greatest(0, attempts - 1)))::int)
-    WHERE workflow_id = ANY(${workflowIds}::text[])`.execute(db);
-}
+const deferFailedStarts = (db: Database, workflowIds: string[], error: Error) => deferStarts(db, workflowIds, error.message.slice(0, 500), MAX_BACKOFF_SECONDS);
 
-const startOf = (row: DueRow): WorkflowStart => ({
+const startOf = (row: DueStartRow): WorkflowStart => ({
   workflowId: row.workflow_id, workflowType: row.workflow_type, taskQueue: row.task_queue, args: row.args,
   search: row.search_attributes, ...(row.static_summary ? { staticSummary: row.static_summary } : {}),
 });
 
 /** One pass: starts what is due. Returns how many workflows it started (or found started). */
 export async function dispatchDueStarts(db: Database, client: Client, options: { limit?: number } = {}): Promise<number> {
-  const due = await claimDue(db, options.limit ?? 100);
+  const due = await claimDueStarts(db, options.limit ?? 100, LEASE_SECONDS);
   let started = 0;
   for (const [index, row] of due.entries()) {
     try {
@@ -58,7 +33,7 @@ export async function dispatchDueStarts(db: Database, client: Client, options: {
     } catch (error) {
       // The engine is down: every other start of this pass would fail the same way.
       const outage = isTemporalUnavailable(error);
-      await deferStarts(db, outage ? due.slice(index).map((r) => r.workflow_id) : [row.workflow_id], error as Error);
+      await deferFailedStarts(db, outage ? due.slice(index).map((r) => r.workflow_id) : [row.workflow_id], error as Error);
       if (outage) throw error;
       continue;
     }

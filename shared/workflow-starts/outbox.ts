@@ -1,9 +1,10 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { sql, type RawBuilder } from 'kysely';
+import type { RawBuilder } from 'kysely';
 import type { Database } from '../db/client.js';
 import { TemporalCallTimeout } from '../dependency-errors.js';
 import { withTimeout } from '../timeout.js';
 import { workflowSearchAttributes, type WorkflowSearchMeta } from '../../temporal/search-attributes.js';
+import { deleteUnclaimedWorkflowStart, deleteWorkflowStart, insertWorkflowStartRow, unclaimed, workflowStartInsert } from './outbox-repository.js';
 
 // The transactional outbox of workflow starts: the one way a request starts a workflow (runs,
 // order sagas, hand-triggered schedules, connector dispatch). Writing our rows and asking Temporal
@@ -11,7 +12,10 @@ import { workflowSearchAttributes, type WorkflowSearchMeta } from '../../tempora
 // its own rows (same statement or transaction), then makes the start itself at once. When that
 // start never reaches Temporal (down, restarting, the process died), the worker's dispatcher
 // (dispatcher.ts) makes it later. Ids are deterministic and starts refuse duplicates, so a start
-// made twice is harmless. A row is deleted once Temporal has the workflow.
+// made twice is harmless. A row is deleted once Temporal has the workflow. Its queries are in
+// outbox-repository.ts.
+
+export { unclaimed };
 
 /** What a start sets: the same whether the requester or the dispatcher makes it. */
 export interface WorkflowStart {
@@ -39,18 +43,12 @@ export const NO_GRACE = 0;
  * `condition`, e.g. "the run row was inserted") or transaction, so the intent commits with it.
  */
 export function insertWorkflowStart(start: WorkflowStart, options: { graceSeconds?: number; condition?: RawBuilder<unknown> } = {}): RawBuilder<unknown> {
-  const grace = options.graceSeconds ?? REQUESTER_GRACE_SECONDS;
-  return sql`
-    INSERT INTO workflow_starts (workflow_id, workflow_type, task_queue, args, search_attributes, static_summary, next_attempt_at)
-    SELECT ${start.workflowId}::text, ${start.workflowType}::text, ${start.taskQueue}::text, ${JSON.stringify(start.args)}::jsonb,
-      ${JSON.stringify(start.search)}::jsonb, ${start.staticSummary ?? null}::text, now() + make_interval(secs => ${grace}::int)
-    WHERE ${options.condition ?? sql`true`}
-    ON CONFLICT (workflow_id) DO NOTHING`;
+  return workflowStartInsert(start, options.graceSeconds ?? REQUESTER_GRACE_SECONDS, options.condition);
 }
 
 /** Records a start on its own (inside the caller's transaction when `executor` is one). */
 export async function recordWorkflowStart(executor: Database, start: WorkflowStart, options: { graceSeconds?: number } = {}): Promise<void> {
-  await insertWorkflowStart(start, options).execute(executor);
+  await insertWorkflowStartRow(executor, start, options.graceSeconds ?? REQUESTER_GRACE_SECONDS);
 }
 
 /**
@@ -81,7 +79,7 @@ export async function startWorkflowNow(client: Client, start: WorkflowStart, opt
 
 /** Temporal has the workflow: the intent is done. */
 export async function forgetWorkflowStart(db: Database, workflowId: string): Promise<void> {
-  await db.deleteFrom('workflow_starts').where('workflow_id', '=', workflowId).execute();
+  await deleteWorkflowStart(db, workflowId);
 }
 
 /**
@@ -91,11 +89,5 @@ export async function forgetWorkflowStart(db: Database, workflowId: string): Pro
  * their own statement, so the row and the intent end together (run-events-repository.ts).
  */
 export async function withdrawWorkflowStart(db: Database, workflowId: string): Promise<boolean> {
-  const result = await sql`DELETE FROM workflow_starts WHERE ${unclaimed(workflowId)}`.execute(db);
-  return (result.numAffectedRows ?? 0n) > 0n;
-}
-
-/** The row of `workflowId`, when no dispatcher holds it: the condition a withdrawal needs. */
-export function unclaimed(workflowId: string): RawBuilder<unknown> {
-  return sql`workflow_id = ${workflowId} AND (claimed_until IS NULL OR claimed_until < now())`;
+  return deleteUnclaimedWorkflowStart(db, workflowId);
 }
