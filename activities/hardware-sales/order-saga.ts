@@ -1,10 +1,13 @@
 import { ApplicationFailure, log } from '@temporalio/activity';
 import type { OrderStepResult, PaymentReport, RefundInput, RefundReport, ShipmentInput } from '../../shared/hardware-sales/messages.js';
 import { checkPaidTransaction } from '../../shared/hardware-sales/payment-checks.js';
-import {
-  advanceOrderFulfilment, confirmOrderReceipt, expireUnpaidOrder, findSagaOrder, grantOrderEntitlement, openOrderRefund,
-  orderStepResult, recordOrderPayment, recordPaymentEvent, recordRefundOutcome, type PaymentOutcome,
-} from '../../shared/hardware-sales/saga-repository.js';
+import { recordPaymentEvent } from '../../shared/hardware-sales/payment-events-repository.js';
+import { grantOrderEntitlement } from '../../shared/hardware-sales/saga-steps/entitlement-repository.js';
+import { advanceOrderFulfilment, confirmOrderReceipt } from '../../shared/hardware-sales/saga-steps/fulfilment-repository.js';
+import { findSagaOrder, recordOrderPayment, type PaymentOutcome } from '../../shared/hardware-sales/saga-steps/payment-repository.js';
+import { openOrderRefund, recordRefundOutcome } from '../../shared/hardware-sales/saga-steps/refund-repository.js';
+import { expireUnpaidOrder } from '../../shared/hardware-sales/saga-steps/reservation-repository.js';
+import { orderStepResult } from '../../shared/hardware-sales/saga-steps/step-result-repository.js';
 import { refusalOf, type OrderStep } from '../../shared/hardware-sales/transitions.js';
 import { ChanAApiError } from '../../shared/payment-channels/chan-a/client.js';
 import type { ActivityDeps } from '../deps.js';
@@ -19,7 +22,8 @@ function refused(step: OrderStep, state: OrderStepResult): never {
 /**
  * The order saga's steps (workflows/hardware-sales/order-saga.ts). Database steps are idempotent
  * (each guarded by the state it starts from); channel calls use our own numbers as the channel's
- * idempotency keys (`out_trade_no`, `out_refund_no`).
+ * idempotency keys (`out_trade_no`, `out_refund_no`). Each step's writes sit beside its undo's in
+ * shared/hardware-sales/saga-steps/ (reservation, payment, entitlement, fulfilment, refund).
  */
 export function createOrderSagaActivities(deps: ActivityDeps) {
   const channel = chanAChannel(deps);

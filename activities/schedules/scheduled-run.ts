@@ -1,13 +1,14 @@
-import { sql } from 'kysely';
 import { runResultOf } from '../../shared/app-runs/run-result.js';
 import { findLiveRunDeployment } from '../../shared/documents/deployments.js';
 import { findTerminalEvent } from '../../shared/app-runs/run-events-repository.js';
+import { findRunOutcome, findRunTimeoutSeconds } from '../../shared/app-runs/runs-repository.js';
 import { admitRun, type AdmittedRun } from '../../shared/app-runs/run-service.js';
 import type { AppRunInput } from '../../shared/app-runs/contracts.js';
 import type { RunStatus, ScheduleLogStatus } from '../../shared/db/types.js';
 import { AppError } from '../../shared/errors.js';
 import { sha256Hex } from '../../shared/crypto.js';
 import type { FinishedAttempt, ScheduledAttempt, ScheduledAttemptRequest } from '../../shared/schedules/contracts.js';
+import { findScheduleById, finishAttemptLog, insertRefusedAttemptLog, insertRunningAttemptLog } from '../../shared/schedules/repository.js';
 import type { ActivityDeps } from '../deps.js';
 
 const logStatusOf: Record<RunStatus, ScheduleLogStatus> = {
@@ -21,16 +22,13 @@ const logStatusOf: Record<RunStatus, ScheduleLogStatus> = {
  */
 export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps, 'db' | 'settings'>) {
   async function writeRefusal(request: ScheduledAttemptRequest, schedule: { project_id: string }, error: string): Promise<ScheduledAttempt> {
-    await db.insertInto('schedule_logs').values({
-      id: request.logId, schedule_id: request.scheduleId, project_id: schedule.project_id, status: 'failed',
-      scheduled_at: request.scheduledAt, started_at: sql`now()` as never, finished_at: sql`now()` as never, error, result: JSON.stringify({}),
-    }).onConflict((oc) => oc.column('id').doNothing()).execute();
+    await insertRefusedAttemptLog(db, { id: request.logId, scheduleId: request.scheduleId, projectId: schedule.project_id, scheduledAt: request.scheduledAt, error });
     return { kind: 'refused', error };
   }
 
   return {
     async startScheduledRunAttempt(request: ScheduledAttemptRequest): Promise<ScheduledAttempt> {
-      const schedule = await db.selectFrom('schedules').selectAll().where('id', '=', request.scheduleId).executeTakeFirst();
+      const schedule = await findScheduleById(db, request.scheduleId);
       if (!schedule || schedule.deleted_at) return { kind: 'skipped', reason: 'task does not exist' };
       // Paused in the row but the Temporal Schedule fired before it caught up: not a run.
       if (!schedule.enabled && !request.manual) return { kind: 'skipped', reason: 'task is disabled' };
@@ -58,26 +56,21 @@ export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps
       // A retried activity gets the run its first try recorded (an idempotent replay): the child's input from its row.
       const workflowInput: AppRunInput = admitted.workflowInput ?? {
         runId, trace: false, finishBySink: true,
-        timeoutSeconds: (await db.selectFrom('runs').select('timeout_seconds').where('id', '=', runId).executeTakeFirstOrThrow()).timeout_seconds,
+        timeoutSeconds: await findRunTimeoutSeconds(db, runId),
       };
-      await db.insertInto('schedule_logs').values({
-        id: request.logId, schedule_id: schedule.id, project_id: schedule.project_id, run_id: runId, status: 'running',
-        scheduled_at: request.scheduledAt, started_at: sql`now()` as never, result: JSON.stringify({ runId }),
-      }).onConflict((oc) => oc.column('id').doNothing()).execute();
+      await insertRunningAttemptLog(db, { id: request.logId, scheduleId: schedule.id, projectId: schedule.project_id, scheduledAt: request.scheduledAt, runId });
       return { kind: 'started', runId, workflowInput, ...(admitted.startOptions ? { startOptions: admitted.startOptions } : {}), maxRetries: request.manual ? 0 : schedule.max_retries };
     },
 
     /** Reads the run's outcome and closes its log row. */
     async finishScheduledRunAttempt(request: { logId: string; runId: string }): Promise<FinishedAttempt> {
-      const run = await db.selectFrom('runs').select(['status', 'document_id', 'error']).where('id', '=', request.runId).executeTakeFirstOrThrow();
+      const run = await findRunOutcome(db, request.runId);
       const terminal = await findTerminalEvent(db, request.runId);
       const result = runResultOf(request.runId, run.document_id, terminal);
       // A run still marked running here was ended by the workflow engine without its final write.
       const status = run.status === 'running' ? 'failed' : logStatusOf[run.status];
       const error = status === 'success' ? null : String(result.error ?? run.error ?? 'The run did not complete');
-      await db.updateTable('schedule_logs')
-        .set({ status, error, result: JSON.stringify(result), finished_at: sql`now()` as never })
-        .where('id', '=', request.logId).execute();
+      await finishAttemptLog(db, request.logId, { status, error, result });
       return { status, error, result };
     },
   };

@@ -74,3 +74,29 @@ export async function listRunsOfUser(db: Database, query: ListRunsQuery): Promis
 export async function findRunOfUser(db: Database, userId: string, runId: string): Promise<RunDetailRow | undefined> {
   return runsOfUser(db, userId).select(['r.inputs', 'r.result']).where('r.id', '=', runId).executeTakeFirst();
 }
+
+// The generic /v1 API's runs (api/routes/app-runs/v1.ts): those recorded against the API key's team.
+
+/** One run paid by the team, or undefined (missing and foreign runs alike). */
+export async function findRunOfTeam(db: Database, teamId: string, runId: string) {
+  return db.selectFrom('runs').select(['id', 'status', 'result', 'error']).where('id', '=', runId).where('team_id', '=', teamId).executeTakeFirst();
+}
+
+/** A document's runs paid by the team, newest first; `limit` rows at most. */
+export async function listDocumentRunsOfTeam(db: Database, teamId: string, documentId: string, limit: number) {
+  return db.selectFrom('runs').select(['id', 'status', 'created_at', 'finished_at'])
+    .where('document_id', '=', documentId).where('team_id', '=', teamId)
+    .orderBy('created_at', 'desc').limit(limit).execute();
+}
+
+// A scheduled run's attempt (activities/schedules/scheduled-run.ts) reads its run back.
+
+/** The run's recorded timeout; throws when there is no such run. */
+export async function findRunTimeoutSeconds(db: Database, runId: string): Promise<number | null> {
+  return (await db.selectFrom('runs').select('timeout_seconds').where('id', '=', runId).executeTakeFirstOrThrow()).timeout_seconds;
+}
+
+/** What closing a scheduled attempt's log needs of its run; throws when there is no such run. */
+export async function findRunOutcome(db: Database, runId: string) {
+  return db.selectFrom('runs').select(['status', 'document_id', 'error']).where('id', '=', runId).executeTakeFirstOrThrow();
+}

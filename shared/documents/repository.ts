@@ -49,3 +49,12 @@ export async function listActiveDeployments(db: Database, documentId: string): P
     .where('document_id', '=', documentId).where('deleted_at', 'is', null)
     .orderBy('version_major', 'desc').orderBy('version_minor', 'desc').execute();
 }
+
+/** The team's active documents with at least one active deployment (the /v1 API's workflows), newest change first; 500 at most. */
+export async function listDeployedDocumentsOfTeam(db: Database, teamId: string) {
+  return db.selectFrom('documents as d').innerJoin('projects as p', 'p.id', 'd.project_id')
+    .select(['d.id', 'd.name', 'd.project_id', 'd.updated_at'])
+    .where('p.team_id', '=', teamId).where('d.deleted_at', 'is', null)
+    .where((eb) => eb.exists(eb.selectFrom('deployments as dep').select('dep.id').whereRef('dep.document_id', '=', 'd.id').where('dep.deleted_at', 'is', null)))
+    .orderBy('d.updated_at', 'desc').limit(500).execute();
+}

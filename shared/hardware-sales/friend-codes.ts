@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
@@ -7,6 +6,9 @@ import {
   FRIEND_CODE_DEFAULTS, friendCodeExpiry, friendCodeStatus, isValidSharePercent, newFriendCode, settlementEligibility, splitDiscount,
   type SettlementEligibility, type SplitRefusal,
 } from './friend-code-rules.js';
+import {
+  findCodeByText, findSourceOrder, isDerivedFrom, listCodeRedemptionOrders, listFriendCodesOfCreator,
+} from './friend-codes-repository.js';
 import { maskOrderNo, maskPhone } from './masking.js';
 import { orderNoPattern } from './numbers.js';
 
@@ -132,9 +134,7 @@ export async function deriveFriendCode(db: Database, userId: string, input: Deri
   const tagline = normalTagline(input.tagline);
 
   const order = orderNoPattern.test(input.sourceOrderNo)
-    ? await db.selectFrom('hw_orders')
-      .select(['id', 'order_no', 'user_id', 'currency', 'payment_status', 'refund_status', 'discount_code_id', 'discount_cents'])
-      .where('order_no', '=', input.sourceOrderNo).executeTakeFirst()
+    ? await findSourceOrder(db, input.sourceOrderNo)
     : undefined;
   if (!order || order.user_id !== userId) throw orderNotFound();
   // Refunded (or a refund on its way) is not paid.
@@ -143,7 +143,7 @@ export async function deriveFriendCode(db: Database, userId: string, input: Deri
   }
   if (!order.discount_code_id || order.discount_cents <= 0) throw refusals.SOURCE_ORDER_NO_DISCOUNT();
   if (order.discount_cents % 100 !== 0) throw refusals.DISCOUNT_NOT_WHOLE_YUAN();
-  if (await derivedFrom(db, order.id)) throw alreadyDerived();
+  if (await isDerivedFrom(db, order.id)) throw alreadyDerived();
   const verdict = splitDiscount(order.discount_cents, input.friendSharePercent);
   if (!verdict.ok) throw refusals[verdict.reason]();
   const { split } = verdict;
@@ -160,7 +160,7 @@ export async function deriveFriendCode(db: Database, userId: string, input: Deri
     } catch (error) {
       // Either unique index: the source order (a concurrent derive won) or the code text (retry).
       if (error instanceof AppError && error.error === 'code_exists') {
-        if (await derivedFrom(db, order.id)) throw alreadyDerived();
+        if (await isDerivedFrom(db, order.id)) throw alreadyDerived();
         continue;
       }
       throw error;
@@ -172,24 +172,9 @@ export async function deriveFriendCode(db: Database, userId: string, input: Deri
   throw new Error(`no free friend code after ${CODE_ATTEMPTS} attempts`);
 }
 
-const derivedFrom = async (db: Database, orderId: string): Promise<boolean> =>
-  Boolean(await db.selectFrom('hw_discount_codes').select('id').where('source_order_id', '=', orderId).executeTakeFirst());
-
 /** The caller's friend codes, newest first (spec §2.14 list fields). */
 export async function listMyFriendCodes(db: Database, userId: string, now = new Date()): Promise<FriendCodeListItem[]> {
-  const rows = await db.selectFrom('hw_discount_codes as c')
-    .innerJoin('hw_orders as s', 's.id', 'c.source_order_id')
-    .select([
-      'c.code', 'c.status', 'c.discount_cents', 'c.expires_at', 'c.metadata', 'c.max_uses', 'c.created_at',
-      's.order_no as source_order_no', 's.currency',
-      (eb) => eb.selectFrom('hw_code_redemptions as r').select(sql<number>`count(*)::int`.as('n'))
-        .whereRef('r.code_id', '=', 'c.id').where('r.status', 'in', ['held', 'used']).as('used_count'),
-      (eb) => eb.selectFrom('hw_orders as o').select(sql<number>`count(*)::int`.as('n'))
-        .whereRef('o.discount_code_id', '=', 'c.id').where('o.payment_status', '=', 'paid').as('paid_count'),
-    ])
-    .where('c.kind', '=', 'friend').where('c.creator_user_id', '=', userId)
-    .orderBy('c.created_at', 'desc').orderBy('c.id', 'desc')
-    .execute();
+  const rows = await listFriendCodesOfCreator(db, userId);
   return rows.map((row) => ({
     ...toView(row, now),
     maxUses: row.max_uses,
@@ -206,22 +191,13 @@ export async function listFriendCodeOrders(
   const { db } = deps;
   const trimmed = codeText.trim();
   const code = trimmed && trimmed.length <= 64
-    ? await db.selectFrom('hw_discount_codes').select(['id', 'code', 'creator_user_id', 'kind', 'metadata', 'discount_cents'])
-      .where(sql<string>`upper(code)`, '=', trimmed.toUpperCase()).executeTakeFirst()
+    ? await findCodeByText(db, trimmed)
     : undefined;
   if (!code || code.kind !== 'friend' || code.creator_user_id !== userId) throw codeNotFound();
   const codeMeta = (code.metadata ?? {}) as Partial<FriendCodeMetadata>;
   const refundWindowSeconds = await deps.settings.get('hardware_sales.refund_window_seconds');
 
-  const rows = await db.selectFrom('hw_code_redemptions as r')
-    .innerJoin('hw_orders as o', 'o.id', 'r.order_id')
-    .select([
-      'r.id as redemption_id', 'r.created_at', 'o.order_no', 'o.phone', 'o.payment_status', 'o.fulfillment_status', 'o.order_status',
-      'o.refund_status', 'o.paid_at', 'o.delivered_at', 'o.discount_cents', 'o.discount_snapshot',
-    ])
-    .where('r.code_id', '=', code.id)
-    .orderBy('r.created_at', 'desc').orderBy('r.id', 'desc')
-    .execute();
+  const rows = await listCodeRedemptionOrders(db, code.id);
   return {
     code: code.code,
     orders: rows.map((row) => {

@@ -2,6 +2,7 @@ import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { ACCOUNT_CREDENTIAL_ERRCODES } from '../payment-channels/chan-a/open-platform.js';
 import type { SecretKeyRing } from '../secrets/key-ring.js';
+import { findOfficialAccount, oauthClientExists, upsertOfficialAccount } from './official-accounts-repository.js';
 
 // The chan_a official account an OAuth client id uses for in-app (JSAPI) pay and the JS-SDK
 // signature (CONTRACTS.md `chan-a account set`). The AppSecret is sealed at rest with the client id
@@ -37,23 +38,16 @@ export async function setOfficialAccount(
   deps: { db: Database; secrets: SecretKeyRing },
   input: { clientId: string; appId: string; appSecret: string; safeDomains: string[] },
 ): Promise<OfficialAccount> {
-  const client = await deps.db.selectFrom('oauth_clients').select('client_id').where('client_id', '=', input.clientId).executeTakeFirst();
-  if (!client) throw new AppError(404, 'not_found', `OAuth client ${input.clientId} not found`);
+  if (!(await oauthClientExists(deps.db, input.clientId))) throw new AppError(404, 'not_found', `OAuth client ${input.clientId} not found`);
   // Throws SecretsKeyMissingError when no key can seal (production without SECRETS_KEY).
   const sealed = deps.secrets.seal(input.appSecret, sealContext(input.clientId, input.appId));
-  const safeDomains = JSON.stringify(input.safeDomains);
-  await deps.db.insertInto('chan_a_official_accounts')
-    .values({ client_id: input.clientId, app_id: input.appId, app_secret_sealed: sealed, safe_domains: safeDomains })
-    .onConflict((oc) => oc.column('client_id').doUpdateSet({
-      app_id: input.appId, app_secret_sealed: sealed, safe_domains: safeDomains, updated_at: new Date(),
-    }))
-    .execute();
+  await upsertOfficialAccount(deps.db, { clientId: input.clientId, appId: input.appId, appSecretSealed: sealed, safeDomains: input.safeDomains });
   return { clientId: input.clientId, appId: input.appId, safeDomains: input.safeDomains };
 }
 
 /** The account of `clientId` with its secret opened, or null when there is none. */
 export async function openOfficialAccount(deps: { db: Database; secrets: SecretKeyRing }, clientId: string): Promise<OpenedOfficialAccount | null> {
-  const row = await deps.db.selectFrom('chan_a_official_accounts').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+  const row = await findOfficialAccount(deps.db, clientId);
   if (!row) return null;
   return {
     clientId: row.client_id, appId: row.app_id, safeDomains: row.safe_domains,

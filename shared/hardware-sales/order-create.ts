@@ -11,6 +11,7 @@ import { findSkuByCode } from './catalogue-repository.js';
 import { orderSagaStart } from './contracts.js';
 import { newOrderNo, newPaymentNo } from './numbers.js';
 import * as repo from './orders-repository.js';
+import { holdCodeSlot, insertCodeRedemption, takeOneUnit } from './saga-steps/reservation-repository.js';
 import { evaluateDiscountCode, isPublicSkuStatus, orderAmounts, tierState } from './pricing.js';
 import { presentedCode, type BuyerIdentity } from './quote.js';
 import { assertWithinLimits, perMinute, type RateCheck } from '../rate-limit/limits.js';
@@ -98,7 +99,7 @@ export async function createOrder(deps: OrderCreateDeps, buyer: BuyerIdentity, i
     const state = tierState(tier, now);
     if (state === 'sold_out') throw orderErrors.tierSoldOut();
     if (state !== 'on_sale') throw orderErrors.tierNotAvailable();
-    if (!(await repo.takeOneUnit(trx, tierRow.id))) throw orderErrors.tierSoldOut();
+    if (!(await takeOneUnit(trx, tierRow.id))) throw orderErrors.tierSoldOut();
 
     let amounts = orderAmounts(tier);
     let code: Awaited<ReturnType<typeof repo.lockDiscountCode>> = undefined;
@@ -110,7 +111,7 @@ export async function createOrder(deps: OrderCreateDeps, buyer: BuyerIdentity, i
         buyerUses: await repo.countBuyerCodeSlots(trx, code.id, buyer),
       });
       if (!verdict.applicable) throw orderErrors.codeUnavailable();
-      await repo.holdCodeSlot(trx, code.id);
+      await holdCodeSlot(trx, code.id);
       amounts = orderAmounts(tier, verdict.discountCents);
     }
 
@@ -134,7 +135,7 @@ export async function createOrder(deps: OrderCreateDeps, buyer: BuyerIdentity, i
       id: newId(), order_id: order.id, sku: sku.sku, tier_code: tier.tierCode, title: tierRow.title, quantity: 1, list_price_cents: tier.priceCents,
     });
     if (code) {
-      await repo.insertCodeRedemption(trx, { id: newId(), code_id: code.id, order_id: order.id, user_id: buyer.userId, phone: buyer.phone, status: 'held', created_at: now });
+      await insertCodeRedemption(trx, { id: newId(), code_id: code.id, order_id: order.id, user_id: buyer.userId, phone: buyer.phone, status: 'held', created_at: now });
     }
     await repo.insertOrderEvent(trx, {
       order_id: order.id, type: 'order_created', source: 'user', user_visible: true, created_at: now,

@@ -4,24 +4,14 @@ import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { orderFailureTypes, type OrderStepResult } from './messages.js';
+import { findOrderByNo, type StepOrderRow as OrderRow } from './orders-repository.js';
 import { refusalOf, type OrderStep } from './transitions.js';
 
 // Sending a step to an order's saga (the operator's prepare, ship and refund; the buyer's receipt)
 // and answering as spec §7.5 says: the database answers the obvious refusals at once, the saga's
 // validator decides the rest, and a saga that has finished means the order is past that step.
 
-export interface OrderRow {
-  id: string;
-  order_no: string;
-  user_id: string;
-  payment_status: 'unpaid' | 'paid' | 'refunded' | 'closed';
-  fulfillment_status: 'not_paid' | 'awaiting_stock' | 'preparing' | 'shipped' | 'delivered' | 'cancelled';
-  refund_status: 'processing' | 'succeeded' | 'abnormal' | 'closed' | null;
-}
-
-export const findOrderByNo = (db: Database, orderNo: string): Promise<OrderRow | undefined> =>
-  db.selectFrom('hw_orders').select(['id', 'order_no', 'user_id', 'payment_status', 'fulfillment_status', 'refund_status'])
-    .where('order_no', '=', orderNo).executeTakeFirst();
+export { findOrderByNo, type OrderRow };
 
 const refusalError = (type: string, message: string) => new AppError(409, type, message);
 

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { parseAllowList } from '../outbound-http/ssrf-guard.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
@@ -13,6 +12,7 @@ import type { SecretKeyRing } from '../secrets/key-ring.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import { exchangeAuthCode, openOfficialAccount } from './official-accounts.js';
 import { chanBPay } from './pay-chan-b.js';
+import { findPayOrder, setLockTimeout20s, storeOpenPayment } from './pay-repository.js';
 
 // Paying a hardware order (spec §4.8, docs/hardware-sales.md "Paying"): the channel × scene matrix,
 // who may pay what, one cell per supported combination, and the order's one open payment.
@@ -99,11 +99,6 @@ const notConfigured = (what: string) => new AppError(503, 'NOT_CONFIGURED', `${w
 const channelLocked = () => new AppError(409, 'PAYMENT_CHANNEL_LOCKED',
   'This order\'s payment is already open with another channel or scene; pay it there (one order is never payable twice)');
 
-const orderColumns = [
-  'id', 'order_no', 'payment_no', 'user_id', 'sku', 'tier_code', 'final_amount_cents', 'currency',
-  'payment_status', 'order_status', 'expires_at', 'pay_provider', 'pay_scene', 'pay_answer',
-] as const;
-
 interface PayOrderRow {
   id: string; order_no: string; payment_no: string; user_id: string; sku: string; tier_code: string;
   final_amount_cents: number; currency: string; payment_status: string; order_status: string; expires_at: Date;
@@ -147,9 +142,7 @@ export async function payOrder(deps: PayDeps, userId: string, orderNo: string, i
   const mode = assertPayableCell(input);
 
   const loadOrder = async (db: Database, lock: boolean): Promise<PayOrderRow> => {
-    let query = db.selectFrom('hw_orders').select(orderColumns).where('order_no', '=', orderNo);
-    if (lock) query = query.forUpdate();
-    const order = await query.executeTakeFirst();
+    const order = await findPayOrder(db, orderNo, lock);
     // A missing order and another buyer's order are one answer (spec §7.5).
     if (!order || order.user_id !== userId) throw orderNotFound();
     return order;
@@ -184,7 +177,7 @@ export async function payOrder(deps: PayDeps, userId: string, orderNo: string, i
 
   return deps.db.transaction().execute(async (trx) => {
     // Bounded: a pay waits behind another pay of the same order (its channel call), not forever.
-    await sql`SET LOCAL lock_timeout = '20s'`.execute(trx);
+    await setLockTimeout20s(trx);
     const order = await loadOrder(trx, true);
     assertPayable(order);
     const stored = openPayment(order, mode, input.provider, payerOpenId);
@@ -199,9 +192,7 @@ export async function payOrder(deps: PayDeps, userId: string, orderNo: string, i
       }
       throw error;
     }
-    await trx.updateTable('hw_orders').set({
-      pay_provider: input.provider, pay_scene: input.scene, pay_answer: JSON.stringify(payment), pay_requested_at: new Date(), updated_at: new Date(),
-    }).where('id', '=', order.id).execute();
+    await storeOpenPayment(trx, order.id, { provider: input.provider, scene: input.scene, stored: payment });
     return payment.answer;
   });
 }

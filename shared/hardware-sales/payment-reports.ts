@@ -2,16 +2,14 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Database } from '../db/client.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { paymentReportedSignal, refundReportedSignal, type PaymentReport, type RefundReport } from './messages.js';
-import { appendOrderEvent, recordPaymentEvent } from './saga-repository.js';
+import { appendOrderEvent } from './order-events-repository.js';
+import { findOrderByPaymentNo, findRefundByNo, recordPaymentEvent } from './payment-events-repository.js';
 
 // What every channel's callback does with a verified, checked notification (chan_a's in
 // callbacks.ts, chan_b's in chan-b-callback.ts): record it once, tell the order's saga, and note a
 // payment that came after the order expired.
 
-/** What a callback needs of the order its notification names. */
-export const findOrderByPaymentNo = (db: Database, paymentNo: string) =>
-  db.selectFrom('hw_orders').select(['id', 'order_no', 'payment_no', 'final_amount_cents', 'currency', 'payment_status'])
-    .where('payment_no', '=', paymentNo).executeTakeFirst();
+export { findOrderByPaymentNo };
 
 type PaidOrder = NonNullable<Awaited<ReturnType<typeof findOrderByPaymentNo>>>;
 
@@ -44,4 +42,21 @@ export async function reportPayment(
     deps.log.error({ orderNo: order.order_no, provider: event.provider }, 'payment arrived for an order that had expired');
     await appendOrderEvent(deps.db, order.id, 'payment_after_expiry', 'channel', { amountCents: report.amountCents }, false);
   }
+}
+
+/**
+ * Records a verified refund outcome once and signals the saga; false when the refund is not one of
+ * ours (the callback acknowledges it all the same). An outcome for a refund still processing whose
+ * saga has finished cannot be applied: it is logged for a person.
+ */
+export async function reportRefund(
+  deps: { db: Database; temporal: Client; log: { error(details: object, message: string): void } },
+  report: RefundReport, event: { provider: string; eventId: string; eventType: string; resource: Record<string, unknown> },
+): Promise<boolean> {
+  const refund = await findRefundByNo(deps.db, report.refundNo);
+  if (!refund) return false;
+  await recordPaymentEvent(deps.db, { ...event, refundNo: report.refundNo });
+  const delivered = await signalOrderSaga(deps.temporal, refund.order_no, { kind: 'refund', report });
+  if (!delivered && refund.status === 'processing') deps.log.error({ refundNo: report.refundNo }, 'refund outcome for an order whose saga has finished');
+  return true;
 }

@@ -3,6 +3,7 @@ import { startPeriodic } from '../periodic.js';
 import type { Database } from '../db/client.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
+import { findScheduleForTemporal, listLiveScheduleIds } from './repository.js';
 import { desiredSchedule, type ScheduleRowForTemporal } from './temporal-spec.js';
 
 // PostgreSQL holds the schedule rows; Temporal runs them. These functions make Temporal match the
@@ -24,14 +25,9 @@ function optionsFor(row: ScheduleRowForTemporal, target: ScheduleSyncTarget) {
   });
 }
 
-async function loadRow(db: Database, scheduleId: string) {
-  return db.selectFrom('schedules').select(['id', 'cron_expression', 'timezone', 'enabled', 'deleted_at', 'team_id', 'project_id', 'deployment_id', 'name'])
-    .where('id', '=', scheduleId).executeTakeFirst();
-}
-
 /** Brings one Temporal Schedule in line with its row (read fresh, so racing writers converge on the last). */
 export async function syncSchedule(db: Database, target: ScheduleSyncTarget, scheduleId: string): Promise<SyncOutcome> {
-  const row = await loadRow(db, scheduleId);
+  const row = await findScheduleForTemporal(db, scheduleId);
   const handle = target.client.schedule.getHandle(workflowIds.schedule(scheduleId));
   if (!row || row.deleted_at) {
     try {
@@ -62,7 +58,7 @@ export async function syncSchedule(db: Database, target: ScheduleSyncTarget, sch
  */
 export async function reconcileSchedules(db: Database, target: ScheduleSyncTarget): Promise<Record<SyncOutcome, number>> {
   const counts: Record<SyncOutcome, number> = { created: 0, updated: 0, deleted: 0, unchanged: 0 };
-  const live = await db.selectFrom('schedules').select('id').where('deleted_at', 'is', null).execute();
+  const live = await listLiveScheduleIds(db);
   const liveIds = new Set(live.map((r) => r.id));
   for (const { id } of live) counts[await syncSchedule(db, target, id)] += 1;
   // Orphans: schedules of our task queue with no live row (listing is eventually consistent, so a

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HwAddress } from '../../shared/db/types.js';
-import { advanceOrderFulfilment, appendOrderEvent } from '../../shared/hardware-sales/saga-repository.js';
+import { appendOrderEvent } from '../../shared/hardware-sales/order-events-repository.js';
+import { advanceOrderFulfilment } from '../../shared/hardware-sales/saga-steps/fulfilment-repository.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { hardwareFixtures, testAddress, type Buyer, type HardwareFixtures, type SkuFixture } from './fixtures.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { advanceOrderFulfilment } from '../../shared/hardware-sales/saga-repository.js';
+import { advanceOrderFulfilment } from '../../shared/hardware-sales/saga-steps/fulfilment-repository.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { hardwareFixtures, testAddress, uniquePhone, type Buyer, type HardwareFixtures, type SkuFixture } from './fixtures.js';
 

@@ -80,7 +80,7 @@ export async function hardwareOrderWorkflow(input: OrderSagaInput): Promise<Orde
   const paidInTime = await condition(() => payment !== undefined, Math.max(0, input.expiresAtMs - Date.now()));
   if (!paidInTime) payment = await lookUpPaymentPatiently(orderId, () => payment);
   if (!payment) {
-    // Compensation of the order's creation: its unit and code slot go back (saga-repository.ts).
+    // Compensation of the order's creation: its unit and code slot go back (saga-steps/reservation-repository.ts).
     if (await steps.expireUnpaidOrder({ orderId })) {
       state.paymentStatus = 'closed';
       state.fulfillmentStatus = 'cancelled';

@@ -2,19 +2,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiSchemaField } from '../../../shared/documents/graph.js';
 import { startAppRun } from '../../../shared/app-runs/run-service.js';
-import type { Session } from '../../../shared/app-runs/events.js';
-import { AppError } from '../../../shared/errors.js';
-import { isUuid } from '../../../shared/ids.js';
+import { getTeamRun, listTeamWorkflowRuns, listTeamWorkflows, outputOf } from '../../../shared/app-runs/v1-service.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 import { awaitRunResult } from './run-reply.js';
 import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from './run-route-kit.js';
-
-/** The generic output of a run: the last session's output (the app's final block), or null. */
-function outputOf(result: unknown): unknown {
-  const sessions = (result as { sessions?: Session[] } | null)?.sessions ?? [];
-  return sessions.at(-1)?.output ?? null;
-}
 
 const runView = z.object({ id: z.string(), status: z.string(), output: z.unknown(), error: z.string().nullable().optional() });
 
@@ -31,12 +23,7 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     schema: { tags: ['v1'], summary: "The API key's team's published workflows" },
   }, async (request) => {
     const { teamId } = principalOf(request, 'api-key');
-    const rows = await db.selectFrom('documents as d').innerJoin('projects as p', 'p.id', 'd.project_id')
-      .select(['d.id', 'd.name', 'd.project_id', 'd.updated_at'])
-      .where('p.team_id', '=', teamId).where('d.deleted_at', 'is', null)
-      .where((eb) => eb.exists(eb.selectFrom('deployments as dep').select('dep.id').whereRef('dep.document_id', '=', 'd.id').where('dep.deleted_at', 'is', null)))
-      .orderBy('d.updated_at', 'desc').limit(500).execute();
-    return { workflows: rows.map((r) => ({ id: r.id, name: r.name, projectId: r.project_id, updatedAt: r.updated_at.toISOString() })) };
+    return { workflows: await listTeamWorkflows(db, teamId) };
   });
 
   app.post('/v1/workflows/:id/run', {
@@ -67,11 +54,7 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     schema: { tags: ['v1'], summary: 'A run of the API key\'s team', params: z.object({ id: z.string() }), response: { 200: runView } },
   }, async (request) => {
     const { teamId } = principalOf(request, 'api-key');
-    const run = isUuid(request.params.id)
-      ? await db.selectFrom('runs').select(['id', 'status', 'result', 'error']).where('id', '=', request.params.id).where('team_id', '=', teamId).executeTakeFirst()
-      : undefined;
-    if (!run) throw new AppError(404, 'Run not found');
-    return { id: run.id, status: run.status, output: outputOf(run.result), error: run.error };
+    return getTeamRun(db, teamId, request.params.id);
   });
 
   app.get('/v1/workflows/:id/runs', {
@@ -82,9 +65,6 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     },
   }, async (request) => {
     const { teamId } = principalOf(request, 'api-key');
-    const rows = await db.selectFrom('runs').select(['id', 'status', 'created_at', 'finished_at'])
-      .where('document_id', '=', request.params.id).where('team_id', '=', teamId)
-      .orderBy('created_at', 'desc').limit(request.query.limit).execute();
-    return { runs: rows.map((r) => ({ id: r.id, status: r.status, createdAt: r.created_at.toISOString(), finishedAt: r.finished_at?.toISOString() ?? null })) };
+    return { runs: await listTeamWorkflowRuns(db, teamId, request.params.id, request.query.limit) };
   });
 };

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { accessMatrix } from '../../../shared/credentials/access-matrix.js';
 import { authMessages } from '../../../shared/credentials/principal.js';
 import { AppError } from '../../../shared/errors.js';
-import { verifyPhoneToken } from '../../../shared/hardware-sales/phone-tokens.js';
+import { accountPhone, verifyPhoneToken } from '../../../shared/hardware-sales/service.js';
 import type { AppDeps } from '../../deps.js';
 import { authorize } from '../../plugins/auth.js';
 
@@ -44,8 +44,7 @@ export async function optionalBuyer(deps: Pick<AppDeps, 'db' | 'authenticator'>,
       asPublicError(error);
     }
     const userId = (principal as { userId: string }).userId;
-    const user = await deps.db.selectFrom('users').select('phone').where('id', '=', userId).executeTakeFirst();
-    return { userId, phone: user?.phone ?? null, via: principal.kind === 'oauth' ? 'oauth' : 'jwt' };
+    return { userId, phone: await accountPhone(deps.db, userId), via: principal.kind === 'oauth' ? 'oauth' : 'jwt' };
   }
   if (phoneToken === undefined) return null;
   const identity = await verifyPhoneToken(deps.db, phoneToken);

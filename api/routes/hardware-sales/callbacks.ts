@@ -3,8 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
 import { checkPaidTransaction, checkRefundResult, hardwarePaymentNoOf } from '../../../shared/hardware-sales/payment-checks.js';
-import { findOrderByPaymentNo, reportPayment, signalOrderSaga } from '../../../shared/hardware-sales/payment-reports.js';
-import { recordPaymentEvent } from '../../../shared/hardware-sales/saga-repository.js';
+import { findOrderByPaymentNo, reportPayment, reportRefund } from '../../../shared/hardware-sales/service.js';
 import { chanAConfigOf, type ChanAConfig } from '../../../shared/payment-channels/chan-a/config.js';
 import { ChanAVerificationError, verifyChanANotification, type ChanANotification } from '../../../shared/payment-channels/chan-a/notifications.js';
 import type { AppDeps } from '../../deps.js';
@@ -63,12 +62,9 @@ export const hardwareCallbackRoutes: FastifyPluginAsyncZod<AppDeps> = async (app
     const { config, notification } = verified(request);
     const checked = checkRefundResult(notification.eventType, notification.resource, config);
     if ('refused' in checked) throw fail(`refund refused: ${checked.refused}`);
-    const refund = await deps.db.selectFrom('hw_refunds').innerJoin('hw_orders', 'hw_orders.id', 'hw_refunds.order_id')
-      .select(['hw_orders.order_no', 'hw_refunds.status']).where('hw_refunds.refund_no', '=', checked.refundNo).executeTakeFirst();
-    if (!refund) return unknownTo(request.log, 'refund', notification);
-    await recordPaymentEvent(deps.db, { provider: 'chan_a', eventId: notification.id, eventType: notification.eventType, refundNo: checked.refundNo, resource: notification.resource });
-    const delivered = await signalOrderSaga(deps.temporal.client, refund.order_no, { kind: 'refund', report: checked });
-    if (!delivered && refund.status === 'processing') request.log.error({ refundNo: checked.refundNo }, 'refund outcome for an order whose saga has finished');
+    const known = await reportRefund({ db: deps.db, temporal: deps.temporal.client, log: request.log }, checked,
+      { provider: 'chan_a', eventId: notification.id, eventType: notification.eventType, resource: notification.resource });
+    if (!known) return unknownTo(request.log, 'refund', notification);
     return acknowledged;
   });
 };

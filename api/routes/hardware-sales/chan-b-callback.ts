@@ -6,7 +6,7 @@ import type { PaymentReport } from '../../../shared/hardware-sales/messages.js';
 import { paymentNoPattern } from '../../../shared/hardware-sales/numbers.js';
 import { CHAN_B_HARDWARE_NOTIFY_PATH } from '../../../shared/hardware-sales/pay-chan-b.js';
 import { chanBConfigOf, type ChanBConfig } from '../../../shared/payment-channels/chan-b/config.js';
-import { findOrderByPaymentNo, reportPayment } from '../../../shared/hardware-sales/payment-reports.js';
+import { findOrderByPaymentNo, reportPayment } from '../../../shared/hardware-sales/service.js';
 import { parseShanghaiTime, yuanToCents } from '../../../shared/payment-channels/chan-b/pay-urls.js';
 import { formParams, verifyNotification } from '../../../shared/payment-channels/chan-b/signing.js';
 import type { AppDeps } from '../../deps.js';

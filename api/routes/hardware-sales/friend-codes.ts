@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { TAGLINE_MAX_LENGTH } from '../../../shared/hardware-sales/friend-code-rules.js';
-import { deriveFriendCode, listFriendCodeOrders, listMyFriendCodes } from '../../../shared/hardware-sales/friend-codes.js';
+import { deriveFriendCode, listFriendCodeOrders, listMyFriendCodes } from '../../../shared/hardware-sales/service.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';

@@ -2,13 +2,11 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
-import { changeOrderAddress } from '../../../shared/hardware-sales/address-change.js';
-import { confirmReceiptUpdate } from '../../../shared/hardware-sales/messages.js';
 import { orderNoPattern } from '../../../shared/hardware-sales/numbers.js';
-import { findOrderByNo, sendOrderStep } from '../../../shared/hardware-sales/order-updates.js';
 import {
-  buyerOrderDetail, buyerOrderList, fulfillmentStatuses, maskedAddressSchema, orderStatuses, orderViewSchema, paymentStatuses, refundStatuses, viewLang,
+  fulfillmentStatuses, maskedAddressSchema, orderStatuses, orderViewSchema, paymentStatuses, refundStatuses, viewLang,
 } from '../../../shared/hardware-sales/order-views.js';
+import { buyerOrderList, changeBuyerOrderAddress, confirmBuyerReceipt, getBuyerOrder } from '../../../shared/hardware-sales/service.js';
 import type { AppDeps } from '../../deps.js';
 import { publicError, rejectInvalid } from '../../plugins/public-envelope.js';
 import { addressSchema, blankToNull } from './request-schemas.js';
@@ -17,9 +15,6 @@ import { useErrorEnvelope } from '../../plugins/errors.js';
 
 const tags = ['hardware-sales'];
 const orderParams = z.object({ orderNo: z.string().min(1).max(64) });
-
-/** Missing and not owned answer alike (spec §4.9 rule 1). */
-const orderNotFound = () => new AppError(404, 'ORDER_NOT_FOUND', 'Order not found');
 
 const success = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
 
@@ -92,9 +87,7 @@ export const myOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     refuseInvalid(request);
     const { userId } = principalOf(request, 'jwt', 'oauth');
     const orderNo = presentedOrderNo(request.params.orderNo);
-    const detail = orderNo === null ? undefined : await buyerOrderDetail(deps.db, userId, orderNo, viewLang(request.query.lang));
-    if (!detail) throw orderNotFound();
-    return { success: true as const, data: detail };
+    return { success: true as const, data: await getBuyerOrder(deps.db, userId, orderNo, viewLang(request.query.lang)) };
   });
 
   app.patch('/hardware-sales/orders/:orderNo/address', {
@@ -112,9 +105,8 @@ export const myOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     refuseInvalid(request);
     const { userId } = principalOf(request, 'jwt', 'oauth');
     const orderNo = presentedOrderNo(request.params.orderNo);
-    if (orderNo === null) throw orderNotFound();
     const body = request.body;
-    const data = await changeOrderAddress(deps.db, {
+    const data = await changeBuyerOrderAddress(deps.db, {
       userId, orderNo, version: body.version,
       address: {
         receiverName: body.receiverName, receiverPhone: blankToNull(body.receiverPhone), province: body.province, city: body.city,
@@ -138,10 +130,7 @@ export const myOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     },
   }, async (request) => {
     const { userId } = principalOf(request, 'jwt', 'oauth');
-    const { orderNo } = request.params;
-    const order = orderNoPattern.test(orderNo) ? await findOrderByNo(deps.db, orderNo) : undefined;
-    if (!order || order.user_id !== userId) throw orderNotFound();
-    const result = await sendOrderStep(sagaDeps, order, 'receipt', confirmReceiptUpdate, { userId });
+    const result = await confirmBuyerReceipt(sagaDeps, userId, request.params.orderNo);
     return {
       success: true as const,
       data: { order: { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus, paymentStatus: result.paymentStatus, deliveredAt: result.deliveredAt } },

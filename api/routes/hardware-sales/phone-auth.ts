@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { otpHashKey } from '../../../shared/hardware-sales/phone-login/otp.js';
-import { bindPhone, sendOtp, verifyOtpLogin, type PhoneLoginDeps } from '../../../shared/hardware-sales/phone-login/service.js';
+import { bindPhone, sendOtp, verifyOtpLogin, type PhoneLoginDeps } from '../../../shared/hardware-sales/service.js';
 import { createSmsProvider, type SmsProvider } from '../../../shared/hardware-sales/phone-login/sms.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';

@@ -2,8 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
-import { orderNoPattern } from '../../../shared/hardware-sales/numbers.js';
-import { lookupOrderView, maskedAddressSchema, orderViewSchema, viewLang } from '../../../shared/hardware-sales/order-views.js';
+import { maskedAddressSchema, orderViewSchema, viewLang } from '../../../shared/hardware-sales/order-views.js';
+import { lookUpOrder } from '../../../shared/hardware-sales/service.js';
 import { bucketKey } from '../../../shared/hardware-sales/rate-limits.js';
 import { assertWithinLimits, perMinute } from '../../../shared/rate-limit/limits.js';
 import type { AppDeps } from '../../deps.js';
@@ -21,7 +21,6 @@ const lookupBody = z.object({
 });
 
 /** Missing order and wrong phone: one answer, byte for byte (spec §7.5). */
-const notFoundOrMismatch = () => new AppError(404, 'ORDER_NOT_FOUND_OR_PHONE_MISMATCH', 'No order matches this order number and phone');
 
 type ValidationFailure = Error & { validation?: Array<{ instancePath: string; message?: string }>; validationContext?: string };
 
@@ -57,10 +56,6 @@ export const publicLookupRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     rejectInvalid(request);
     const { phone, orderNo, lang } = request.body;
     await assertWithinLimits(deps.rateLimiter, [{ key: bucketKey('lookup', 'phone', phone), limit: perMinute(lookupPerMinute) }]);
-    // A malformed number still costs the same query as a well-formed one (matching nothing), so
-    // the answer's timing does not tell which guesses have the right shape.
-    const view = await lookupOrderView(deps.db, orderNoPattern.test(orderNo) ? orderNo : '', phone, viewLang(lang));
-    if (!view) throw notFoundOrMismatch();
-    return { success: true as const, data: view };
+    return { success: true as const, data: await lookUpOrder(deps.db, orderNo, phone, viewLang(lang)) };
   });
 };

@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { paymentModes, payOrder, payProviders, payScenes, renderModes } from '../../../shared/hardware-sales/pay.js';
+import { paymentModes, payProviders, payScenes, renderModes } from '../../../shared/hardware-sales/pay.js';
+import { payOrder } from '../../../shared/hardware-sales/service.js';
 import { bucketKey } from '../../../shared/hardware-sales/rate-limits.js';
 import { assertWithinLimits, perMinute } from '../../../shared/rate-limit/limits.js';
 import type { AppDeps } from '../../deps.js';

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { pingDatabase } from '../../../shared/db/health-repository.js';
 import { withTimeout } from '../../../shared/timeout.js';
 import { checkTemporal } from '../../../temporal/connection.js';
 import type { AppDeps } from '../../deps.js';
@@ -30,7 +30,7 @@ export const platformRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     const outcome = (p: Promise<unknown>) =>
       withTimeout(p, CHECK_TIMEOUT_MS, () => new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)).then(() => 'ok', (error: Error) => `unreachable: ${error.message.split('\n')[0]}`);
     const [postgres, temporal] = await Promise.all([
-      outcome(sql`select 1`.execute(deps.db)),
+      outcome(pingDatabase(deps.db)),
       outcome(checkTemporal(deps.temporal.connection, CHECK_TIMEOUT_MS)),
     ]);
     const failed = ([['postgres', postgres], ['temporal', temporal]] as const).filter(([, r]) => r !== 'ok').map(([n]) => n);

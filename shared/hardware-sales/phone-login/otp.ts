@@ -1,9 +1,10 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import { decodeAes256Key } from '../../crypto.js';
 import type { Database } from '../../db/client.js';
 import type { DB } from '../../db/types.js';
 import { newId } from '../../ids.js';
+import { countWrongOtpAttempt, insertOtp, lockNewestLiveOtp, markOtpConsumed } from './phone-login-repository.js';
 
 // One-time codes for phone login and bind (spec §4.8). A code proves that its sender holds the
 // phone, whatever it is then used for, so there is one kind (`purpose = 'login'`). Only a hash is
@@ -57,26 +58,10 @@ export async function issueOtp(
 ): Promise<IssuedOtp> {
   const id = newId();
   const code = generateOtpCode();
-  const row = await db.insertInto('phone_otps').values({
-    id, phone: input.phone, purpose: PURPOSE, code_hash: hashOtp(input.key, input.phone, code),
-    requester_ip: input.requesterIp,
-    expires_at: sql<Date>`now() + make_interval(secs => ${input.ttlSeconds})`,
-    created_at: sql<Date>`clock_timestamp()`,
-  }).returning(['expires_at']).executeTakeFirstOrThrow();
+  const row = await insertOtp(db, {
+    id, phone: input.phone, purpose: PURPOSE, codeHash: hashOtp(input.key, input.phone, code), requesterIp: input.requesterIp, ttlSeconds: input.ttlSeconds,
+  });
   return { id, code, expiresAt: row.expires_at };
-}
-
-/** Marks the phone's older unconsumed codes used: only the code just sent (and any newer) works. */
-export async function supersedeOlderOtps(db: Database, phone: string, keepId: string): Promise<void> {
-  await db.updateTable('phone_otps').set({ consumed_at: sql<Date>`now()` })
-    .where('phone', '=', phone).where('consumed_at', 'is', null).where('id', '!=', keepId)
-    .where('created_at', '<=', (eb) => eb.selectFrom('phone_otps').select('created_at').where('id', '=', keepId))
-    .execute();
-}
-
-/** Removes a code that never reached its phone (the SMS provider failed). */
-export async function discardOtp(db: Database, id: string): Promise<void> {
-  await db.deleteFrom('phone_otps').where('id', '=', id).execute();
 }
 
 /** `invalid`: no live code, or a wrong one; `locked`: the code has used up its attempts. */
@@ -99,20 +84,15 @@ export async function consumeOtp<T>(
 ): Promise<OtpCheck<T>> {
   const candidate = hashOtp(input.key, input.phone, input.code);
   return db.transaction().execute(async (trx): Promise<OtpCheck<T>> => {
-    const row = await trx.selectFrom('phone_otps').select(['id', 'code_hash', 'attempts'])
-      .where('phone', '=', input.phone).where('purpose', '=', PURPOSE)
-      .where('consumed_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
-      .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1)
-      .forUpdate().executeTakeFirst();
+    const row = await lockNewestLiveOtp(trx, input.phone, PURPOSE);
     if (!row) return { status: 'invalid' };
     if (row.attempts >= input.maxAttempts) return { status: 'locked' };
     if (!sameDigest(row.code_hash, candidate)) {
-      const { attempts } = await trx.updateTable('phone_otps').set({ attempts: sql<number>`attempts + 1` })
-        .where('id', '=', row.id).returning('attempts').executeTakeFirstOrThrow();
+      const attempts = await countWrongOtpAttempt(trx, row.id);
       return attempts >= input.maxAttempts ? { status: 'locked' } : { status: 'invalid' };
     }
     const value = await onValid(trx);
-    await trx.updateTable('phone_otps').set({ consumed_at: sql<Date>`now()` }).where('id', '=', row.id).execute();
+    await markOtpConsumed(trx, row.id);
     return { status: 'ok', value };
   });
 }

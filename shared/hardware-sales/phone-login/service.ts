@@ -14,7 +14,10 @@ import { withTimeout } from '../../timeout.js';
 import { issuePhoneToken } from '../phone-tokens.js';
 import { assertWithinLimits } from '../../rate-limit/limits.js';
 import { bucketKey } from '../rate-limits.js';
-import { consumeOtp, discardOtp, issueOtp, supersedeOlderOtps, type OtpCheck } from './otp.js';
+import { consumeOtp, issueOtp, type OtpCheck } from './otp.js';
+import {
+  discardOtp, findAccountByPhone, findPhoneOwner, insertAccountUnlessTaken, setUserPhone, supersedeOlderOtps,
+} from './phone-login-repository.js';
 import { otpMessage, phoneLanguage, type SmsProvider } from './sms.js';
 
 // Phone login (spec §4.8, CONTRACTS.md "Hardware sales"): send a code, verify it to register or
@@ -120,15 +123,13 @@ export interface PhoneLoginResult {
 
 /** The account whose `users.phone` is `phone`, registered as a phone-only account when none is. */
 async function findOrRegister(trx: Transaction<DB>, phone: string): Promise<{ user: { id: string; email: string; name: string | null }; created: boolean }> {
-  const columns = ['id', 'email', 'name'] as const;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const existing = await trx.selectFrom('users').select(columns).where('phone', '=', phone).executeTakeFirst();
+    const existing = await findAccountByPhone(trx, phone);
     if (existing) return { user: existing, created: false };
     const email = phoneOnlyEmail(phone, attempt === 0 ? undefined : randomBytes(4).toString('hex'));
     // DO NOTHING on any unique index: the phone (someone else took it meanwhile: loop and log in as
     // them) or the reserved address (held by an account that moved to another phone: suffix it).
-    const inserted = await trx.insertInto('users').values({ id: newId(), email, name: null, phone })
-      .onConflict((oc) => oc.doNothing()).returning(columns).executeTakeFirst();
+    const inserted = await insertAccountUnlessTaken(trx, { id: newId(), email, phone });
     if (inserted) return { user: inserted, created: true };
   }
   throw new Error(`could not register a phone-only account for ${phone}`);
@@ -166,11 +167,11 @@ export async function bindPhone(deps: PhoneLoginDeps, input: { userId: string; p
   const phone = parsePhone(input.phone);
   const limits = await deps.settings.get('hardware_sales.rate_limits');
   settle(await consumeOtp(deps.db, { phone, code: input.code, maxAttempts: limits.otpMaxAttempts, key: deps.otpKey }, async (trx) => {
-    const owner = await trx.selectFrom('users').select('id').where('phone', '=', phone).executeTakeFirst();
+    const owner = await findPhoneOwner(trx, phone);
     if (owner && owner.id !== input.userId) throw phoneTaken();
     if (owner) return;
     try {
-      await trx.updateTable('users').set({ phone, updated_at: new Date() }).where('id', '=', input.userId).execute();
+      await setUserPhone(trx, input.userId, phone);
     } catch (error) {
       // Bound by someone else between the read and the write (the unique index decides).
       if (isUniqueViolation(error)) throw phoneTaken();

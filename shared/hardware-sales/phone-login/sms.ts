@@ -1,5 +1,6 @@
 import { ConfigError, type Config } from '../../config.js';
 import type { Database } from '../../db/client.js';
+import { insertSmsOutboxMessage } from './phone-login-repository.js';
 
 // Text messages for phone login (docs/sms-provider.md). The service only ever calls `send`; which
 // provider answers is configuration (`SMS_PROVIDER`), chosen once at start-up.
@@ -29,7 +30,7 @@ export function createDevSmsProvider(db: Database): SmsProvider {
   return {
     name: 'dev',
     async send(phone, body) {
-      await db.insertInto('sms_outbox').values({ phone, body, created_at: new Date() }).execute();
+      await insertSmsOutboxMessage(db, phone, body);
     },
   };
 }
