@@ -1,8 +1,10 @@
+import { isTeamMember, mayReadRun, type RunReader } from '../access/service.js';
 import type { Principal, PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
-import { isTeamMember } from '../identity/team-access.js';
+import { isUuid } from '../ids.js';
 import type { DeploymentRow } from '../documents/deployments.js';
+import { findRunToFollow } from './runs-repository.js';
 
 export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';
 
@@ -61,6 +63,13 @@ export async function assertMayRun(db: Database, deployment: DeploymentRow, call
       if (deployment.published_by === caller.userId) return;
       if (!(await isTeamMember(db, deployment.team_id, caller.userId))) throw new AppError(403, PRIVATE_APP_MESSAGE);
   }
+}
+
+/** A run the caller may follow (its events, cancelling it); one it may not answers exactly like a missing one. */
+export async function requireVisibleRun(db: Database, runId: string, caller: RunReader) {
+  const run = isUuid(runId) ? await findRunToFollow(db, runId) : undefined;
+  if (run && await mayReadRun(db, run, caller)) return run;
+  throw new AppError(404, 'Run not found');
 }
 
 /**

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import type { RunStatus } from '../db/types.js';
-import { memberTeamIds } from '../identity/team-access.js';
+import { memberTeamIds } from '../access/repository.js';
 
 // Kysely queries only, for the signed-in user's run list and details (GET /runs, GET /runs/:runId).
 // A user sees the runs recorded against (paid by) an active team they are a member of.
@@ -73,6 +73,11 @@ export async function listRunsOfUser(db: Database, query: ListRunsQuery): Promis
 /** One run of a team the user belongs to, or undefined (missing and foreign runs alike). */
 export async function findRunOfUser(db: Database, userId: string, runId: string): Promise<RunDetailRow | undefined> {
   return runsOfUser(db, userId).select(['r.inputs', 'r.result']).where('r.id', '=', runId).executeTakeFirst();
+}
+
+/** What following a run (its events, cancelling it) needs to decide who may: any run, by id. */
+export async function findRunToFollow(db: Database, runId: string) {
+  return db.selectFrom('runs').select(['id', 'team_id', 'user_id', 'status']).where('id', '=', runId).executeTakeFirst();
 }
 
 // The generic /v1 API's runs (api/routes/app-runs/v1.ts): those recorded against the API key's team.

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { isTeamMember } from '../access/service.js';
 import { parseAllowList } from '../outbound-http/ssrf-guard.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
@@ -6,7 +6,6 @@ import { isUniqueViolation } from '../db/errors.js';
 import type { BillingOrderStatus, BillingProvider } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
-import { isTeamMember } from '../identity/team-access.js';
 import { ChanAApiError, ChanAResponseError, createChanAClient } from '../payment-channels/chan-a/client.js';
 import { chanAConfigOf } from '../payment-channels/chan-a/config.js';
 import { chanBConfigOf } from '../payment-channels/chan-b/config.js';
@@ -16,6 +15,7 @@ import { guardedFetch } from '../payment-channels/guarded-fetch.js';
 import { createPaddleTransaction, PaddleApiError, paddleApiOf } from '../payment-channels/paddle/client.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import { newBillingOrderNo } from './payment-events.js';
+import { findActivePrice, findBillingOrder, insertBillingOrder, markPendingOrderFailed, setOrderPayUrl } from './repository.js';
 
 // Checkout of a price by a team (CONTRACTS.md "Billing", docs/billing.md "Buying credits"): the
 // order row first (pending, the price's amount, currency and credits copied in: the client never
@@ -81,9 +81,7 @@ function assertConfigured(config: Config, provider: BillingProvider): void {
 }
 
 async function activePrice(db: Database, priceId: string) {
-  const price = isUuid(priceId)
-    ? await db.selectFrom('billing_prices').selectAll().where('id', '=', priceId).where('active', '=', true).executeTakeFirst()
-    : undefined;
+  const price = isUuid(priceId) ? await findActivePrice(db, priceId) : undefined;
   if (!price) throw new AppError(404, 'not_found', 'Price not found');
   return price;
 }
@@ -94,11 +92,11 @@ async function insertOrder(db: Database, input: CheckoutInput, price: PriceRow):
   for (let attempt = 1; ; attempt += 1) {
     const row = { id: newId(), providerOrderId: newBillingOrderNo() };
     try {
-      await db.insertInto('billing_orders').values({
+      await insertBillingOrder(db, {
         id: row.id, team_id: input.teamId, user_id: input.userId, price_id: price.id, provider: input.provider,
         provider_order_id: row.providerOrderId, amount: price.amount, currency: price.currency, credits: price.credits,
         product_type: price.product_type, billing_period: price.billing_period,
-      }).execute();
+      });
       return row;
     } catch (error) {
       if (!isUniqueViolation(error) || attempt >= ORDER_NO_ATTEMPTS) throw error;
@@ -171,12 +169,11 @@ export async function checkout(deps: CheckoutDeps, input: CheckoutInput): Promis
     payUrl = await askChannel(deps, input.provider, order, price);
   } catch (error) {
     // It never reached the buyer, so it can never be paid: failed directly, not through a payment event.
-    await deps.db.updateTable('billing_orders').set({ status: 'failed', failed_at: sql`now()`, updated_at: sql`now()` })
-      .where('id', '=', id).where('status', '=', 'pending').execute();
+    await markPendingOrderFailed(deps.db, id);
     if (isChannelFailure(error)) throw Object.assign(channelError(), { cause: error });
     throw error;
   }
-  await deps.db.updateTable('billing_orders').set({ pay_url: payUrl, updated_at: sql`now()` }).where('id', '=', id).execute();
+  await setOrderPayUrl(deps.db, id, payUrl);
   return { orderId: id, ...order, payUrl };
 }
 
@@ -203,7 +200,7 @@ export interface BillingOrderView {
 /** One order of a team the user belongs to; undefined for a missing order and another team's alike. */
 export async function memberOrder(db: Database, userId: string, orderId: string): Promise<BillingOrderView | undefined> {
   if (!isUuid(orderId)) return undefined;
-  const order = await db.selectFrom('billing_orders').selectAll().where('id', '=', orderId).executeTakeFirst();
+  const order = await findBillingOrder(db, orderId);
   if (!order || !(await isTeamMember(db, order.team_id, userId))) return undefined;
   const iso = (at: Date | null) => (at ? at.toISOString() : null);
   return {

@@ -1,13 +1,14 @@
 import type { Selectable } from 'kysely';
+import { isTeamMember } from '../access/service.js';
 import { findActiveDocument } from '../documents/repository.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { ConnectionStatus, ConnectorBindingsTable } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
-import { isTeamMember } from '../identity/team-access.js';
 import type { WorkflowStart } from '../workflow-starts/outbox.js';
 import { recordPollStart } from './poll-start.js';
+import * as repo from './repository.js';
 
 // A binding is a document's trigger on a connection (`connector-binding create`, docs/connectors.md
 // "Bindings"): polling follows it, and publishing the document needs its connection `active`
@@ -38,11 +39,7 @@ export async function createBinding(db: Database, input: CreateBindingInput, opt
       const document = isUuid(documentId) ? await findActiveDocument(trx, documentId) : undefined;
       if (!document) throw new AppError(404, 'document_not_found', `No document ${documentId}`);
       // Shared lock: a revoke waits for this insert (and then stops the binding) instead of racing it.
-      const connection = isUuid(connectionId)
-        ? await trx.selectFrom('connector_connections as c').innerJoin('connectors as k', 'k.service', 'c.service')
-          .select(['c.id', 'c.user_id', 'c.status', 'c.service', 'k.supported_triggers'])
-          .where('c.id', '=', connectionId).forShare('c').executeTakeFirst()
-        : undefined;
+      const connection = isUuid(connectionId) ? await repo.findConnectionForShare(trx, connectionId) : undefined;
       if (!connection || connection.status === 'revoked') throw new AppError(404, 'connection_not_found', `No usable connection ${connectionId}`);
       if (!connection.supported_triggers.includes(trigger)) {
         throw new AppError(400, 'trigger_not_supported', `Connector '${connection.service}' has no trigger '${trigger}' (it offers: ${connection.supported_triggers.join(', ') || 'none'})`);
@@ -50,9 +47,9 @@ export async function createBinding(db: Database, input: CreateBindingInput, opt
       if (!(await isTeamMember(trx, document.team_id, connection.user_id))) {
         throw new AppError(403, 'connection_not_in_team', "The connection's owner is not a member of the document's team");
       }
-      const binding = await trx.insertInto('connector_bindings').values({
+      const binding = await repo.insertBinding(trx, {
         id: newId(), document_id: document.id, connection_id: connection.id, trigger, poll_seconds: pollSeconds ?? null, created_by: connection.user_id,
-      }).returningAll().executeTakeFirstOrThrow();
+      });
       return { binding, pollStart: await recordPollStart(trx, binding, document, options.taskQueueSuffix) };
     });
   } catch (error) {
@@ -63,11 +60,7 @@ export async function createBinding(db: Database, input: CreateBindingInput, opt
 
 /** The enabled bindings of a document whose connection is not `active`: each one blocks publishing. */
 export async function inactiveBindingsOf(db: Database, documentId: string): Promise<{ bindingId: string; connectionId: string; status: ConnectionStatus }[]> {
-  return db.selectFrom('connector_bindings as b').innerJoin('connector_connections as c', 'c.id', 'b.connection_id')
-    .select(['b.id as bindingId', 'c.id as connectionId', 'c.status'])
-    .where('b.document_id', '=', documentId).where('b.enabled', '=', true).where('c.status', '<>', 'active')
-    .orderBy('b.id')
-    .execute();
+  return repo.listInactiveBindings(db, documentId);
 }
 
 /** Publishing refused (spec §3.1): counts only, never a credential or an account label. */

@@ -1,15 +1,15 @@
-import { sql } from 'kysely';
+import { isTeamMember } from '../access/service.js';
 import { admitRun, type AdmittedRun, type RunServiceDeps } from '../app-runs/run-service.js';
 import { randomBase64Url, sha256Hex } from '../crypto.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
-import { isTeamMember } from '../identity/team-access.js';
 import { assertWithinLimits, perMinute } from '../rate-limit/limits.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 import { planStart, startRecordedWorkflow, type StartPathDeps } from '../workflow-starts/start-path.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import type { MailInputs } from './mail.js';
 import { bindingHold, liveDeploymentOf, loadBindingState } from './polling.js';
+import * as repo from './repository.js';
 
 // Dispatch (spec §4.12, docs/connectors.md "Dispatch"): the polling workflow's dispatcher leases
 // one pending dispatch under a 60-second token; `POST /api/connector-triggers/dispatch` takes only
@@ -29,25 +29,19 @@ const notExecuted = (message: string) => new AppError(409, 'not_executed', messa
  * the deployment the run is for. Null when the dispatch is no longer pending.
  */
 export async function issueDispatchToken(db: Database, dispatchId: string): Promise<string | null> {
-  const row = await db.selectFrom('connector_dispatches as d').innerJoin('connector_bindings as b', 'b.id', 'd.binding_id')
-    .select(['d.status', 'b.document_id']).where('d.id', '=', dispatchId).executeTakeFirst();
+  const row = await repo.findDispatchWithDocument(db, dispatchId);
   if (!row || row.status !== 'pending') return null;
   const deployment = await liveDeploymentOf(db, row.document_id);
   const token = `cdt_${randomBase64Url(32)}`;
-  const leased = await db.updateTable('connector_dispatches')
-    .set({
-      lease_token_hash: sha256Hex(token), lease_expires_at: sql<Date>`now() + make_interval(secs => ${DISPATCH_TOKEN_TTL_SECONDS})`,
-      lease_deployment_id: deployment?.id ?? null, attempts: sql<number>`attempts + 1`, updated_at: sql<Date>`now()`,
-    })
-    .where('id', '=', dispatchId).where('status', '=', 'pending').executeTakeFirst();
-  return leased.numUpdatedRows > 0n ? token : null;
+  const leased = await repo.leaseDispatch(db, dispatchId, {
+    tokenHash: sha256Hex(token), ttlSeconds: DISPATCH_TOKEN_TTL_SECONDS, deploymentId: deployment?.id ?? null,
+  });
+  return leased ? token : null;
 }
 
 /** Records what the dispatcher heard back, for operators (`last_outcome`); a 404 drops the dispatch for good. */
 export async function noteDispatchOutcome(db: Database, dispatchId: string, outcome: string, drop: boolean): Promise<void> {
-  await db.updateTable('connector_dispatches')
-    .set({ last_outcome: outcome, ...(drop ? { status: 'dropped' as const } : {}), updated_at: sql<Date>`now()` })
-    .where('id', '=', dispatchId).where('status', '=', 'pending').execute();
+  await repo.noteOutcomeOfPendingDispatch(db, dispatchId, outcome, drop);
 }
 
 export interface DispatchDeps extends RunServiceDeps, StartPathDeps {
@@ -64,9 +58,7 @@ export async function dispatchByToken(deps: DispatchDeps, token: string | undefi
   const { db } = deps;
   if (!token || !TOKEN.test(token)) throw dispatchNotFound();
   const hash = sha256Hex(token);
-  const lease = await db.selectFrom('connector_dispatches')
-    .select(['id', 'binding_id', 'event_id', 'status', 'lease_token_hash', 'lease_deployment_id', sql<boolean>`lease_expires_at > now()`.as('live')])
-    .where('lease_token_hash', '=', hash).executeTakeFirst();
+  const lease = await repo.findDispatchByTokenHash(db, hash);
   // Unknown, replaced by a newer token, expired, or already consumed: all the same 404.
   if (!lease || !lease.live || lease.status !== 'pending') throw dispatchNotFound();
 
@@ -89,14 +81,11 @@ export async function dispatchByToken(deps: DispatchDeps, token: string | undefi
       throw error;
     });
 
-  const event = await db.selectFrom('connector_events').selectAll().where('id', '=', lease.event_id).executeTakeFirstOrThrow();
+  const event = await repo.findConnectorEvent(db, lease.event_id);
   const plan = planStart(deps, 'queue');
   const admitted = await db.transaction().execute(async (trx): Promise<AdmittedRun> => {
     // The one-time gate: of two requests with this token, one updates the row and the other finds nothing.
-    const gate = await trx.updateTable('connector_dispatches').set({ status: 'dispatched', updated_at: sql<Date>`now()` })
-      .where('id', '=', lease.id).where('lease_token_hash', '=', hash).where('status', '=', 'pending')
-      .where(sql<boolean>`lease_expires_at > now()`).executeTakeFirst();
-    if (gate.numUpdatedRows === 0n) throw dispatchNotFound();
+    if (!(await repo.consumeDispatchLease(trx, lease.id, hash))) throw dispatchNotFound();
     const run = await admitRun({ db: trx, settings: deps.settings }, {
       target: { deployment },
       caller: {
@@ -105,7 +94,7 @@ export async function dispatchByToken(deps: DispatchDeps, token: string | undefi
       },
       inputs: { ...mailOf(event) },
     }, { recordStart: { taskQueue: taskQueueName('appRuns', deps.taskQueueSuffix), graceSeconds: plan.graceSeconds } });
-    await trx.updateTable('connector_dispatches').set({ run_id: run.runId, last_outcome: 'dispatched' }).where('id', '=', lease.id).execute();
+    await repo.recordDispatchedRun(trx, lease.id, run.runId);
     return run;
   }).catch(async (error: unknown) => {
     // The app does not take this mail (its inputs or limits refuse it): it never will, so it is dropped.

@@ -1,13 +1,12 @@
-import { sql } from 'kysely';
+import { isTeamMember } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { sha256Hex } from '../crypto.js';
 import { AppError, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { findActiveTeam } from '../identity/repository.js';
-import { isTeamMember } from '../identity/team-access.js';
 import { authMessages, type PrincipalOf } from './principal.js';
 import { generateToken } from './tokens.js';
-import { insertApiKey } from './repository.js';
+import { insertApiKey, listLiveApiKeys, softDeleteApiKey } from './repository.js';
 
 /** Creates a team API key; the plaintext is returned here once and only its sha256 is stored. */
 export async function createApiKey(
@@ -27,18 +26,11 @@ export async function createApiKey(
   });
 }
 
-export const listApiKeys = (db: Database, teamId: string) =>
-  db.selectFrom('api_keys')
-    .select(['id', 'name', 'description', 'limit_credits', 'usage_credits', 'created_by', 'created_at', 'last_used_at'])
-    .where('team_id', '=', teamId).where('deleted_at', 'is', null)
-    .orderBy('created_at', 'desc').execute();
+export const listApiKeys = (db: Database, teamId: string) => listLiveApiKeys(db, teamId);
 
 /** Soft delete (the `delete_api_key` RPC): the key stops working at once; usage history stays. */
 export async function deleteApiKey(db: Database, teamId: string, keyId: string): Promise<void> {
-  const result = await db.updateTable('api_keys').set({ deleted_at: sql<Date>`now()` as never })
-    .where('id', '=', keyId).where('team_id', '=', teamId).where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) throw new AppError(404, 'API key not found');
+  if (!(await softDeleteApiKey(db, teamId, keyId))) throw new AppError(404, 'API key not found');
 }
 
 /** Quota, not a rate limit: a key whose usage reached its limit is refused until the limit changes. */

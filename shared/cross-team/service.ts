@@ -1,3 +1,4 @@
+import { memberTeamIds, requireTeamRole } from '../access/service.js';
 import { deploymentNotFound, findRunDeployment, type DeploymentRow } from '../documents/deployments.js';
 import type { CrossTeamRunCaller } from '../app-runs/run-access.js';
 import { resolveDeploymentVersion } from '../documents/versions.js';
@@ -5,7 +6,6 @@ import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { AppError } from '../errors.js';
-import { memberTeamIds, requireTeamRole } from '../identity/team-access.js';
 import { isUuid, newId } from '../ids.js';
 import * as repo from './repository.js';
 

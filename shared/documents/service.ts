@@ -1,20 +1,13 @@
+import { documentNotFound, requireDocumentAccess, requireProject, type AccessCaller } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
-import { isUuid, newId } from '../ids.js';
-import { findActiveProject } from '../identity/repository.js';
-import { memberRole } from '../identity/team-access.js';
+import { newId } from '../ids.js';
 import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from './graph-schema.js';
 import { formatVersion, versionOfRow } from './versions.js';
 import * as repo from './repository.js';
 
-/**
- * Who edits or publishes. API callers come from the request principal (an API key acts with its
- * creator's role in its own team); the operator CLI has no principal and passes every access check.
- */
-export type EditorCaller =
-  | { kind: 'jwt'; userId: string }
-  | { kind: 'api-key'; userId: string; teamId: string }
-  | { kind: 'operator' };
+/** Who edits or publishes: the access module's caller (shared/access/service.ts). */
+export type EditorCaller = AccessCaller;
 
 export type Visibility = 'private' | 'public';
 
@@ -24,8 +17,7 @@ export interface DeploymentView {
   apiSchema: ReturnType<typeof deriveApiSchema>; createdAt: string;
 }
 
-const projectNotFound = () => new AppError(404, 'Project not found', 'Project not found');
-export const documentNotFound = () => new AppError(404, 'Document not found', 'Document not found');
+export { documentNotFound };
 export const ADMIN_REQUIRED = 'project administrator required';
 
 const toDocumentView = (row: repo.DocumentRow): DocumentView => ({
@@ -38,34 +30,14 @@ export const toDeploymentView = (row: repo.StoredDeployment): DeploymentView => 
   apiSchema: row.api_schema as DeploymentView['apiSchema'], createdAt: row.created_at.toISOString(),
 });
 
-export type Access = 'none' | 'member' | 'admin';
-
-/** The caller's rights in a team's projects; shared with other project-scoped capabilities (releases). */
-export async function accessToTeam(db: Database, teamId: string, caller: EditorCaller): Promise<Access> {
-  if (caller.kind === 'operator') return 'admin';
-  if (caller.kind === 'api-key' && caller.teamId !== teamId) return 'none';
-  const role = await memberRole(db, teamId, caller.userId);
-  if (role === 'owner' || role === 'admin') return 'admin';
-  // A key of the project's team reads and edits even when its creator has since left the team.
-  return role === 'member' || caller.kind === 'api-key' ? 'member' : 'none';
-}
-
-/** A project the caller may use; one it cannot see answers exactly like a missing one. */
-export async function requireProject(db: Database, caller: EditorCaller, projectId: string) {
-  const project = isUuid(projectId) ? await findActiveProject(db, projectId) : undefined;
-  if (!project || (await accessToTeam(db, project.team_id, caller)) === 'none') throw projectNotFound();
-  return project;
-}
-
 /**
  * A document the caller may see, with the caller's access to its team; one it cannot see answers
  * exactly like a missing one. Other capabilities (webhook triggers) hang their rules on this.
  */
 export async function requireVisibleDocument(db: Database, caller: EditorCaller, documentId: string) {
-  const document = isUuid(documentId) ? await repo.findActiveDocument(db, documentId) : undefined;
+  const { access } = await requireDocumentAccess(db, caller, documentId);
+  const document = await repo.findActiveDocument(db, documentId);
   if (!document) throw documentNotFound();
-  const access = await accessToTeam(db, document.team_id, caller);
-  if (access === 'none') throw documentNotFound();
   return { document, access };
 }
 

@@ -1,5 +1,5 @@
+import { requireTeamRole } from '../access/service.js';
 import { AppError, notFound } from '../errors.js';
-import { requireTeamRole } from '../identity/team-access.js';
 import type { Database } from '../db/client.js';
 import type { SecretKeyRing } from '../secrets/key-ring.js';
 import {

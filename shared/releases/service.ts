@@ -1,4 +1,5 @@
-import { ADMIN_REQUIRED, accessToTeam, requireProject, type EditorCaller } from '../documents/service.js';
+import { requireProject, teamLevel, type AccessCaller } from '../access/service.js';
+import { ADMIN_REQUIRED } from '../documents/service.js';
 import { compareVersions, formatVersion, nextMinorVersion, parseVersion, versionOfRow } from '../documents/versions.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
@@ -45,24 +46,24 @@ const toVersionView = (row: repo.ReleaseVersionRow): ReleaseVersionView => ({
   endpoints: row.endpoints as ReleaseEndpoint[], createdAt: row.created_at.toISOString(),
 });
 
-const authorOf = (caller: EditorCaller) => (caller.kind === 'operator' ? null : caller.userId);
+const authorOf = (caller: AccessCaller) => (caller.kind === 'operator' ? null : caller.userId);
 
 /** A release the caller may see, with its access; one it cannot see answers exactly like a missing one. */
-async function requireRelease(db: Database, caller: EditorCaller, releaseId: string, needs: 'member' | 'admin') {
+async function requireRelease(db: Database, caller: AccessCaller, releaseId: string, needs: 'member' | 'admin') {
   const release = isUuid(releaseId) ? await repo.findActiveRelease(db, { id: releaseId }) : undefined;
   if (!release) throw releaseNotFound();
-  const access = await accessToTeam(db, release.team_id, caller);
+  const access = await teamLevel(db, caller, release.team_id);
   if (access === 'none') throw releaseNotFound();
   if (needs === 'admin' && access !== 'admin') throw new AppError(403, ADMIN_REQUIRED, 'Changing a release needs a project administrator (team owner or admin)');
   return release;
 }
 
 export async function createRelease(
-  db: Database, caller: EditorCaller,
+  db: Database, caller: AccessCaller,
   input: { projectId: string; alias: string; config?: unknown; anonymousApiKeyId?: string | null },
 ): Promise<ReleaseView> {
   const project = await requireProject(db, caller, input.projectId);
-  if ((await accessToTeam(db, project.team_id, caller)) !== 'admin') {
+  if (project.access !== 'admin') {
     throw new AppError(403, ADMIN_REQUIRED, 'Creating a release needs a project administrator (team owner or admin)');
   }
   if (!ALIAS_PATTERN.test(input.alias)) {
@@ -94,13 +95,13 @@ function parseConfig(input: unknown): ReleaseConfig {
   return parsed.data;
 }
 
-export async function listReleases(db: Database, caller: EditorCaller, projectId: string): Promise<ReleaseView[]> {
+export async function listReleases(db: Database, caller: AccessCaller, projectId: string): Promise<ReleaseView[]> {
   const project = await requireProject(db, caller, projectId);
   const rows = await repo.listProjectReleases(db, project.id);
   return Promise.all(rows.map(async (row) => toReleaseView(row, await repo.listVersions(db, row.id))));
 }
 
-export async function getRelease(db: Database, caller: EditorCaller, releaseId: string): Promise<{ release: ReleaseView; versions: ReleaseVersionView[] }> {
+export async function getRelease(db: Database, caller: AccessCaller, releaseId: string): Promise<{ release: ReleaseView; versions: ReleaseVersionView[] }> {
   const row = await requireRelease(db, caller, releaseId, 'member');
   const versions = await repo.listVersions(db, row.id);
   return { release: toReleaseView(row, versions), versions: versions.map(toVersionView) };
@@ -135,7 +136,7 @@ async function assertTargetsInProject(db: Database, projectId: string, endpoints
  * minor after the highest published (`1.0`, `1.1`, …), as for deployments.
  */
 export async function publishReleaseVersion(
-  db: Database, caller: EditorCaller, releaseId: string, input: { version?: string; endpoints: unknown },
+  db: Database, caller: AccessCaller, releaseId: string, input: { version?: string; endpoints: unknown },
 ): Promise<ReleaseVersionView> {
   const requested = input.version === undefined ? null : parseVersion(input.version);
   if (input.version !== undefined && !requested) {

@@ -1,3 +1,4 @@
+import { projectAccess } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { PlanCode } from '../db/types.js';
@@ -6,7 +7,6 @@ import { isUuid, newId } from '../ids.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import { CronError, isValidTimezone, parseCron, shortestInterval } from './cron.js';
 import { findActiveProject } from '../identity/repository.js';
-import { memberRole } from '../identity/team-access.js';
 import * as repo from './repository.js';
 
 // Schedule rules of spec §4.3, §3.3 and §8.2: access, cron and timezone checks, plan quotas.
@@ -42,14 +42,13 @@ type Access = 'member' | 'admin';
 
 /** The project and the caller's access to it: 404 when it does not exist, 403 when the caller is not in its team. */
 async function requireProject(db: Database, caller: ScheduleCaller, projectId: string, needs: Access) {
-  const project = isUuid(projectId) ? await findActiveProject(db, projectId) : undefined;
+  const granted = await projectAccess(db, caller, projectId);
+  if (!granted) throw errors.projectMissing();
+  if (granted.access === 'none') throw errors.noAccess();
+  if (needs === 'admin' && granted.access !== 'admin') throw errors.adminRequired();
+  // The plan decides the quotas; a project deleted since the check answers like a missing one.
+  const project = await findActiveProject(db, granted.id);
   if (!project) throw errors.projectMissing();
-  if (caller.kind === 'api-key' && caller.teamId !== project.team_id) throw errors.noAccess();
-  const role = await memberRole(db, project.team_id, caller.userId);
-  // A key of the project's team keeps member access after its creator left the team.
-  const access: Access | null = role === 'owner' || role === 'admin' ? 'admin' : role === 'member' || caller.kind === 'api-key' ? 'member' : null;
-  if (!access) throw errors.noAccess();
-  if (needs === 'admin' && access !== 'admin') throw errors.adminRequired();
   return project;
 }
 

@@ -1,9 +1,8 @@
 import type { Readable } from 'node:stream';
+import { projectAccess } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { isUuid, newId } from '../ids.js';
-import { findActiveProject } from '../identity/repository.js';
-import { isTeamMember } from '../identity/team-access.js';
 import { storageKeyForFile, type FileStore } from './file-store.js';
 import { formatFileHandle, parseFileHandle } from './handles.js';
 import * as repo from './repository.js';
@@ -32,12 +31,8 @@ export const fileNotFound = () => new AppError(404, 'File not found', 'File not 
  * missing (or deleted) one.
  */
 export async function requireUploadProject(db: Database, caller: StorageCaller, projectId: string): Promise<{ id: string; teamId: string }> {
-  const project = isUuid(projectId) ? await findActiveProject(db, projectId) : undefined;
-  if (!project) throw projectNotFound();
-  const allowed = caller.kind === 'api-key'
-    ? caller.teamId === project.team_id
-    : await isTeamMember(db, project.team_id, caller.userId);
-  if (!allowed) throw projectNotFound();
+  const project = await projectAccess(db, caller, projectId);
+  if (!project || project.access === 'none') throw projectNotFound();
   return { id: project.id, teamId: project.team_id };
 }
 

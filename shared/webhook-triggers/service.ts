@@ -1,4 +1,5 @@
-import { ADMIN_REQUIRED, requireVisibleDocument, type EditorCaller } from '../documents/service.js';
+import type { AccessCaller } from '../access/service.js';
+import { ADMIN_REQUIRED, requireVisibleDocument } from '../documents/service.js';
 import type { DeploymentRow } from '../documents/deployments.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
@@ -20,7 +21,7 @@ const NO_TRIGGER: WebhookTriggerView = {
   exists: false, id: null, enabled: false, path: null, hasSecret: false, secretPrefix: null, deploymentId: null, lastTriggeredAt: null,
 };
 
-export async function viewTriggerOfDocument(db: Database, caller: EditorCaller, documentId: string): Promise<WebhookTriggerView> {
+export async function viewTriggerOfDocument(db: Database, caller: AccessCaller, documentId: string): Promise<WebhookTriggerView> {
   const { document } = await requireVisibleDocument(db, caller, documentId);
   const trigger = await repo.findTriggerOfDocument(db, document.id);
   if (!trigger) return NO_TRIGGER;
@@ -35,7 +36,7 @@ export async function viewTriggerOfDocument(db: Database, caller: EditorCaller, 
  * Project administrators and the document's owner may; `enabled` is left as it is, so rotating
  * never undoes an operator's switch-off.
  */
-export async function rotateTriggerSecret(db: Database, caller: EditorCaller, documentId: string): Promise<{ id: string; path: string; secret: string }> {
+export async function rotateTriggerSecret(db: Database, caller: AccessCaller, documentId: string): Promise<{ id: string; path: string; secret: string }> {
   const { document, access } = await requireVisibleDocument(db, caller, documentId);
   const isDocumentOwner = caller.kind !== 'operator' && document.created_by === caller.userId;
   if (access !== 'admin' && !isDocumentOwner) {

@@ -3,29 +3,11 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
-import type { Principal } from '../../../shared/credentials/principal.js';
-import type { Database } from '../../../shared/db/client.js';
-import { isTeamMember } from '../../../shared/identity/team-access.js';
+import { requireVisibleRun } from '../../../shared/app-runs/run-access.js';
 import { workflowIds } from '../../../temporal/workflow-ids.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 import { eventFrame } from './run-reply.js';
-
-/** A run is visible to its own team's credentials and to the user who started it; others get 404. */
-async function findVisibleRun(db: Database, runId: string, caller: Principal) {
-  const run = await db.selectFrom('runs').select(['id', 'team_id', 'user_id', 'status']).where('id', '=', runId).executeTakeFirst();
-  if (run && await canSeeRun(db, run, caller)) return run;
-  throw new AppError(404, 'Run not found');
-}
-
-async function canSeeRun(db: Database, run: { team_id: string; user_id: string | null }, caller: Principal): Promise<boolean> {
-  switch (caller.kind) {
-    case 'api-key': case 'schedule': return caller.teamId === run.team_id;
-    case 'oauth': return caller.userId === run.user_id;
-    case 'jwt': return isTeamMember(db, run.team_id, caller.userId);
-    default: return false;
-  }
-}
 
 function lastEventId(request: FastifyRequest<{ Querystring: { after?: number } }>): number {
   const header = request.headers['last-event-id'];
@@ -46,7 +28,7 @@ export const runFollowUpRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       querystring: z.object({ after: z.coerce.number().int().min(0).optional(), format: z.enum(['ndjson', 'sse']).default('ndjson') }),
     },
   }, async (request, reply) => {
-    await findVisibleRun(deps.db, request.params.runId, principalOf(request));
+    await requireVisibleRun(deps.db, request.params.runId, principalOf(request));
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());
     const events = deps.runEvents.events(deps.db, request.params.runId, { afterId: lastEventId(request), signal: abort.signal });
@@ -66,7 +48,7 @@ export const runFollowUpRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       response: { 202: z.object({ runId: z.string(), status: z.literal('cancelling') }) },
     },
   }, async (request, reply) => {
-    const run = await findVisibleRun(deps.db, request.params.runId, principalOf(request));
+    const run = await requireVisibleRun(deps.db, request.params.runId, principalOf(request));
     if (run.status !== 'running') throw new AppError(409, 'run_finished', `The run has already ended (${run.status})`);
     await deps.temporal.client.workflow.getHandle(workflowIds.appRun(run.id)).cancel();
     reply.code(202);

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { requireTeamRole } from '../../../shared/access/service.js';
 import { createApiKey, deleteApiKey, listApiKeys } from '../../../shared/credentials/api-keys.js';
 import { AppError } from '../../../shared/errors.js';
-import { requireTeamRole } from '../../../shared/identity/team-access.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 

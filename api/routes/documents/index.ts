@@ -1,12 +1,11 @@
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  createDocument, getDocument, listDeployments, listDocuments, updateDocument, type EditorCaller,
+  createDocument, getDocument, listDeployments, listDocuments, updateDocument,
 } from '../../../shared/documents/service.js';
 import { publishDocument } from '../../../shared/publishing/service.js';
 import type { AppDeps } from '../../deps.js';
-import { principalOf } from '../../plugins/auth.js';
+import { accessCallerOf } from '../../access-caller.js';
 
 const tags = ['editor'];
 const projectParams = z.object({ projectId: z.uuid() });
@@ -28,14 +27,6 @@ const deploymentView = z.object({
   apiSchema: apiSchemaView, createdAt: z.string(),
 });
 
-/** The editor-API caller of a route on the `combined` row (JWT or API key). */
-export function editorCallerOf(request: FastifyRequest): EditorCaller {
-  const principal = principalOf(request, 'jwt', 'api-key');
-  return principal.kind === 'jwt'
-    ? { kind: 'jwt', userId: principal.userId }
-    : { kind: 'api-key', userId: principal.userId, teamId: principal.teamId };
-}
-
 /** The editor API (CONTRACTS.md "Editor API"): documents are drafts; publishing makes an immutable deployment. */
 export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, deployments }) => {
   app.post('/projects/:projectId/documents', {
@@ -47,7 +38,7 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, 
       response: { 201: z.object({ document: documentView }) },
     },
   }, async (request, reply) => {
-    const document = await createDocument(db, editorCallerOf(request), { projectId: request.params.projectId, ...request.body });
+    const document = await createDocument(db, accessCallerOf(request), { projectId: request.params.projectId, ...request.body });
     reply.code(201);
     return { document };
   });
@@ -55,12 +46,12 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, 
   app.get('/projects/:projectId/documents', {
     config: { access: 'combined' },
     schema: { tags, summary: 'List the project documents, newest first', params: projectParams, response: { 200: z.object({ documents: z.array(documentView) }) } },
-  }, async (request) => ({ documents: await listDocuments(db, editorCallerOf(request), request.params.projectId) }));
+  }, async (request) => ({ documents: await listDocuments(db, accessCallerOf(request), request.params.projectId) }));
 
   app.get('/documents/:documentId', {
     config: { access: 'combined' },
     schema: { tags, summary: 'Read a document', params: documentParams, response: { 200: z.object({ document: documentView }) } },
-  }, async (request) => ({ document: await getDocument(db, editorCallerOf(request), request.params.documentId) }));
+  }, async (request) => ({ document: await getDocument(db, accessCallerOf(request), request.params.documentId) }));
 
   app.put('/documents/:documentId', {
     config: { access: 'combined' },
@@ -71,7 +62,7 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, 
         .refine((b) => b.name !== undefined || b.graph !== undefined, { message: 'give name, graph or both' }),
       response: { 200: z.object({ document: documentView }) },
     },
-  }, async (request) => ({ document: await updateDocument(db, editorCallerOf(request), request.params.documentId, request.body) }));
+  }, async (request) => ({ document: await updateDocument(db, accessCallerOf(request), request.params.documentId, request.body) }));
 
   app.post('/documents/:documentId/publish', {
     config: { access: 'combined' },
@@ -85,7 +76,7 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, 
       response: { 201: z.object({ deployment: deploymentView }) },
     },
   }, async (request, reply) => {
-    const deployment = await publishDocument(db, editorCallerOf(request), request.params.documentId, request.body ?? {});
+    const deployment = await publishDocument(db, accessCallerOf(request), request.params.documentId, request.body ?? {});
     // Other processes hear of it by NOTIFY; this one must not answer a run from before it.
     deployments.evict(request.params.documentId);
     reply.code(201);
@@ -98,5 +89,5 @@ export const documentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, 
       tags, summary: 'List the document deployments, newest (highest version) first',
       params: documentParams, response: { 200: z.object({ deployments: z.array(deploymentView) }) },
     },
-  }, async (request) => ({ deployments: await listDeployments(db, editorCallerOf(request), request.params.documentId) }));
+  }, async (request) => ({ deployments: await listDeployments(db, accessCallerOf(request), request.params.documentId) }));
 };

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requireProject } from '../../../shared/documents/service.js';
+import { requireProject } from '../../../shared/access/service.js';
 import { AppError } from '../../../shared/errors.js';
 import { requireGraphReady } from '../../../shared/project-graph/config.js';
 import { graphEmbedder } from '../../../shared/project-graph/embeddings.js';
@@ -11,7 +11,7 @@ import { searchGraph } from '../../../shared/project-graph/search.js';
 import { graphStatus } from '../../../shared/project-graph/status.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
-import { editorCallerOf } from '../documents/index.js';
+import { accessCallerOf } from '../../access-caller.js';
 
 const tags = ['project-graph'];
 // Path ids are checked by the services, so a malformed id answers like a missing object.
@@ -61,7 +61,7 @@ export const projectGraphRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
   /** The switch first (fails closed before anything else is read), then the caller's access to the project. */
   const open = async (request: FastifyRequest, projectId: string) => {
     const graph = await requireGraphReady(settings, config);
-    const project = await requireProject(db, editorCallerOf(request), projectId);
+    const project = await requireProject(db, accessCallerOf(request), projectId);
     return { graph, project };
   };
 

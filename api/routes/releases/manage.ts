@@ -4,7 +4,7 @@ import { createRelease, getRelease, listReleases, publishReleaseVersion } from '
 import { releaseConfigSchema, releaseRateLimitSchema } from '../../../shared/releases/config.js';
 import { releaseEndpointsSchema } from '../../../shared/releases/router.js';
 import type { AppDeps } from '../../deps.js';
-import { editorCallerOf } from '../documents/index.js';
+import { accessCallerOf } from '../../access-caller.js';
 
 const tags = ['releases'];
 const projectParams = z.object({ projectId: z.uuid() });
@@ -35,7 +35,7 @@ export const releaseManageRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, {
       response: { 201: z.object({ release: releaseView }) },
     },
   }, async (request, reply) => {
-    const release = await createRelease(db, editorCallerOf(request), { projectId: request.params.projectId, ...request.body });
+    const release = await createRelease(db, accessCallerOf(request), { projectId: request.params.projectId, ...request.body });
     reply.code(201);
     return { release };
   });
@@ -43,7 +43,7 @@ export const releaseManageRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, {
   app.get('/projects/:projectId/releases', {
     config: { access: 'combined' },
     schema: { tags, summary: 'List the project releases, newest first', params: projectParams, response: { 200: z.object({ releases: z.array(releaseView) }) } },
-  }, async (request) => ({ releases: await listReleases(db, editorCallerOf(request), request.params.projectId) }));
+  }, async (request) => ({ releases: await listReleases(db, accessCallerOf(request), request.params.projectId) }));
 
   app.get('/releases/:releaseId', {
     config: { access: 'combined' },
@@ -51,7 +51,7 @@ export const releaseManageRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, {
       tags, summary: 'Read a release with its published versions (newest first)', params: releaseParams,
       response: { 200: z.object({ release: releaseView, versions: z.array(versionView) }) },
     },
-  }, async (request) => getRelease(db, editorCallerOf(request), request.params.releaseId));
+  }, async (request) => getRelease(db, accessCallerOf(request), request.params.releaseId));
 
   app.post('/releases/:releaseId/versions', {
     config: { access: 'combined' },
@@ -65,7 +65,7 @@ export const releaseManageRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, {
       response: { 201: z.object({ version: versionView }) },
     },
   }, async (request, reply) => {
-    const version = await publishReleaseVersion(db, editorCallerOf(request), request.params.releaseId, request.body);
+    const version = await publishReleaseVersion(db, accessCallerOf(request), request.params.releaseId, request.body);
     reply.code(201);
     return { version };
   });

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { rotateTriggerSecret, viewTriggerOfDocument } from '../../../shared/webhook-triggers/service.js';
 import type { AppDeps } from '../../deps.js';
-import { editorCallerOf } from '../documents/index.js';
+import { accessCallerOf } from '../../access-caller.js';
 
 const tags = ['webhook-triggers'];
 const documentParams = z.object({ documentId: z.uuid() });
@@ -26,7 +26,7 @@ export const webhookTriggerManagementRoutes: FastifyPluginAsyncZod<AppDeps> = as
       tags, summary: "The document's webhook trigger (never its secret); project access",
       params: documentParams, response: { 200: triggerView },
     },
-  }, async (request) => viewTriggerOfDocument(db, editorCallerOf(request), request.params.documentId));
+  }, async (request) => viewTriggerOfDocument(db, accessCallerOf(request), request.params.documentId));
 
   app.post('/api/webhook-triggers/by-document/:documentId/rotate-secret', {
     config: { access: 'combined' },
@@ -38,6 +38,6 @@ export const webhookTriggerManagementRoutes: FastifyPluginAsyncZod<AppDeps> = as
     },
   }, async (request, reply) => {
     reply.header('cache-control', 'no-store');
-    return rotateTriggerSecret(db, editorCallerOf(request), request.params.documentId);
+    return rotateTriggerSecret(db, accessCallerOf(request), request.params.documentId);
   });
 };

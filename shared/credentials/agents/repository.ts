@@ -3,6 +3,10 @@ import type { Database } from '../../db/client.js';
 
 // Kysely only: agents, their virtual users and their bindings (tokens).
 
+/** The id of a team that is not deleted. */
+export const findLiveTeamId = (db: Database, teamId: string) =>
+  db.selectFrom('teams').select('id').where('id', '=', teamId).where('deleted_at', 'is', null).executeTakeFirst();
+
 export const insertAgentUser = (db: Database, user: { id: string; email: string; name: string; metadata: Record<string, unknown> }) =>
   db.insertInto('users')
     .values({ id: user.id, email: user.email, name: user.name, phone: null, is_agent: true, metadata: JSON.stringify(user.metadata) })

@@ -1,8 +1,8 @@
+import { isTeamMember, requireTeamRole } from '../../access/service.js';
 import type { Database } from '../../db/client.js';
 import { sha256Hex } from '../../crypto.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
-import { isTeamMember, requireTeamRole } from '../../identity/team-access.js';
 import { generateToken } from '../tokens.js';
 import * as repo from './repository.js';
 
@@ -51,9 +51,7 @@ export async function createAgent(
   input: { teamId: string; name: string; description?: string | null; avatarUrl?: string | null; permissions?: string[]; createdBy: string | null },
 ): Promise<AgentView> {
   return db.transaction().execute(async (trx) => {
-    const team = isUuid(input.teamId)
-      ? await trx.selectFrom('teams').select('id').where('id', '=', input.teamId).where('deleted_at', 'is', null).executeTakeFirst()
-      : undefined;
+    const team = isUuid(input.teamId) ? await repo.findLiveTeamId(trx, input.teamId) : undefined;
     if (!team) throw agentErrors.teamNotFound();
     const agentId = newId();
     const userId = newId();

@@ -9,6 +9,8 @@ import { sql, type Kysely } from 'kysely';
 //   `key_team` set the caller is an API key of that team: a key of another team has no access, and
 //   a key of the team reads and edits even when its creator has since left it.
 // - `access_project_team(project)`: the team of a project that is not deleted (nor its team).
+// - `access_document_team(document)`: the team of a document that is not deleted (nor its project,
+//   nor its team).
 // - `access_member_team_ids(user)`: the teams (not deleted) the user belongs to.
 // They are `stable security definer` with a fixed search_path: a policy calls them without the
 // caller needing rights on team_members, and PostgreSQL evaluates them once per statement when
@@ -42,6 +44,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       WHERE p.id = p_project AND p.deleted_at IS NULL AND t.deleted_at IS NULL
     $$`.execute(db);
   await sql`
+    CREATE FUNCTION access_document_team(p_document uuid) RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+      SELECT p.team_id FROM documents d JOIN projects p ON p.id = d.project_id JOIN teams t ON t.id = p.team_id
+      WHERE d.id = p_document AND d.deleted_at IS NULL AND p.deleted_at IS NULL AND t.deleted_at IS NULL
+    $$`.execute(db);
+  await sql`
     CREATE FUNCTION access_member_team_ids(p_user uuid) RETURNS SETOF uuid
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
       SELECT m.team_id FROM team_members m JOIN teams t ON t.id = m.team_id
@@ -65,6 +73,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`DROP TRIGGER IF EXISTS teams_credit_balance ON teams`.execute(db);
   await sql`DROP FUNCTION IF EXISTS create_team_credit_balance()`.execute(db);
   await sql`DROP FUNCTION IF EXISTS access_member_team_ids(uuid)`.execute(db);
+  await sql`DROP FUNCTION IF EXISTS access_document_team(uuid)`.execute(db);
   await sql`DROP FUNCTION IF EXISTS access_project_team(uuid)`.execute(db);
   await sql`DROP FUNCTION IF EXISTS access_team_level(uuid, uuid, uuid)`.execute(db);
   await sql`DROP FUNCTION IF EXISTS access_team_role(uuid, uuid)`.execute(db);

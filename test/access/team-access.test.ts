@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
-import { isTeamMember, memberRole, memberTeamIds } from '../../shared/identity/team-access.js';
+import { isTeamMember, memberTeamIds, teamRole as memberRole } from '../../shared/access/service.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 
-describe('team membership (shared/identity/team-access.ts)', () => {
+describe('team membership (shared/access/service.ts)', () => {
   let stack: TestStack;
   let make: ReturnType<typeof credentialFactory>;
 

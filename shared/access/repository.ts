@@ -1,0 +1,49 @@
+import { sql } from 'kysely';
+import type { Database } from '../db/client.js';
+import type { TeamRole } from '../db/types.js';
+
+// The only queries that answer "may this caller…": each one calls the SQL functions of migration
+// 0021 (access_team_role, access_team_level, access_project_team, access_document_team,
+// access_member_team_ids), which the row-level-security policies call too, so the service and
+// the policies share one rule. Callers check that ids are uuids first (the functions take uuid).
+
+export type AccessLevel = 'none' | 'member' | 'admin';
+
+/** The user's role in the team; null when they are not a member or the team is deleted. */
+export async function findTeamRole(db: Database, teamId: string, userId: string): Promise<TeamRole | null> {
+  const row = await db.selectNoFrom(sql<TeamRole | null>`access_team_role(${teamId}, ${userId})`.as('role')).executeTakeFirst();
+  return row?.role ?? null;
+}
+
+/** The caller's level in the team: `keyTeamId` is the team of the API key it calls with, if any. */
+export async function findTeamLevel(db: Database, teamId: string, userId: string | null, keyTeamId: string | null): Promise<AccessLevel> {
+  const row = await db.selectNoFrom(sql<AccessLevel>`access_team_level(${teamId}, ${userId}, ${keyTeamId})`.as('level')).executeTakeFirst();
+  return row?.level ?? 'none';
+}
+
+/** The team of a live project (null when it, or its team, is deleted or missing) and the caller's level in it. */
+export async function findProjectLevel(
+  db: Database, projectId: string, userId: string | null, keyTeamId: string | null,
+): Promise<{ team_id: string | null; level: AccessLevel }> {
+  const { rows } = await sql<{ team_id: string | null; level: AccessLevel }>`
+    SELECT p.team_id, access_team_level(p.team_id, ${userId}, ${keyTeamId}) AS level
+    FROM (SELECT access_project_team(${projectId}) AS team_id) p`.execute(db);
+  return rows[0] ?? { team_id: null, level: 'none' };
+}
+
+/** The team of a live document (null when it, its project or its team is deleted or missing) and the caller's level in it. */
+export async function findDocumentLevel(
+  db: Database, documentId: string, userId: string | null, keyTeamId: string | null,
+): Promise<{ team_id: string | null; level: AccessLevel }> {
+  const { rows } = await sql<{ team_id: string | null; level: AccessLevel }>`
+    SELECT d.team_id, access_team_level(d.team_id, ${userId}, ${keyTeamId}) AS level
+    FROM (SELECT access_document_team(${documentId}) AS team_id) d`.execute(db);
+  return rows[0] ?? { team_id: null, level: 'none' };
+}
+
+/**
+ * The ids of the (not deleted) teams the user belongs to, as a query: a subquery for list queries,
+ * `.where('r.team_id', 'in', memberTeamIds(db, userId))`, or `.execute()` for the ids themselves.
+ */
+export const memberTeamIds = (db: Database, userId: string) =>
+  db.selectFrom(sql<{ team_id: string }>`access_member_team_ids(${userId})`.as<'m'>(sql`m(team_id)`)).select('m.team_id');
