@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { PgListener } from '../db/listener.js';
-import type { DeploymentRow } from './deployments.js';
+import type { DeploymentRow } from './deployments-repository.js';
 
 /** NOTIFY channel of the `deployments` trigger; the payload is the document id. */
 export const DEPLOYMENTS_CHANNEL = 'deployments_changed';
