@@ -18,15 +18,24 @@ import { startTemporalDevServer, type DevServerHandle } from '../temporal/dev-se
 import { bundleWorkflows } from '../worker/bundle.js';
 import { startWorkers } from '../worker/start.js';
 import { superviseWorkers } from '../worker/supervise-workers.js';
+import { DataDirLockedError, lockDataDir } from './dev/data-dir-lock.js';
 import { runtimeFile, type RuntimeInfo } from './dev/runtime-file.js';
 import { seedDemoTenant } from './dev/seed-demo.js';
 import { supervise, type SupervisedChild, type Supervisor } from '../shared/supervisor.js';
 import { startWorkerProcess } from './dev/worker-process.js';
+import { watchWork } from './dev/work-watchdog.js';
+import { probeTemporalWrites } from '../temporal/readiness.js';
 
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const startedAt = performance.now();
 let config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
 await mkdir(config.DATA_DIR, { recursive: true });
+// Before anything starts: a second `npm start` on this folder refuses here (scripts/dev/data-dir-lock.ts).
+const dataDirLock = await lockDataDir(config.DATA_DIR).catch((error: unknown) => {
+  if (!(error instanceof DataDirLockedError)) throw error;
+  say(`refusing to start: ${error.message}`);
+  process.exit(1);
+});
 const runtime = runtimeFile(path.join(config.DATA_DIR, 'runtime.json'));
 
 // We own shutdown order (API, worker, Temporal, PostgreSQL), so the SDK must not act on signals itself.
@@ -34,6 +43,8 @@ Runtime.install({ shutdownSignals: [] });
 
 const STEP_TIMEOUT_MS = 5_000;
 const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];
+// Run in reverse: the lock is released last, once everything that uses the folder has stopped.
+cleanups.push({ name: 'data folder lock', run: () => dataDirLock.release() });
 type ChildKey = keyof RuntimeInfo['children'];
 const supervised: Partial<Record<ChildKey, Supervisor>> = {};
 let stopping = false;
@@ -128,6 +139,16 @@ try {
 
   const deps = await connectAppDeps(config, { databaseUrl, temporalAddress }, say);
   cleanups.push({ name: 'API connections', run: () => deps.close() });
+  if (!config.TEMPORAL_ADDRESS) {
+    // A dev server that answers but cannot write (its store locked) is ended, and so restarted.
+    const watchdog = watchWork({
+      name: 'Temporal', log: say,
+      probe: () => probeTemporalWrites(deps.temporal.connection, config.TEMPORAL_NAMESPACE, 5_000),
+      isUp: () => !stopping && supervised.temporal?.pid != null,
+      restart: () => { const pid = supervised.temporal?.pid; if (pid) process.kill(pid, 'SIGKILL'); },
+    });
+    cleanups.push({ name: 'Temporal watchdog', run: () => watchdog.stop() });
+  }
   const workflowBundle = await bundleWorkflows();
   // Chosen before the workers start: they call the API (connector dispatch) at this port.
   // PORT=0 asks for any free port: picked here, so the workers know it too.

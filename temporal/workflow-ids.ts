@@ -3,6 +3,8 @@
 
 export const workflowIds = {
   platformProbe: (probeId: string) => `platform-probe-${probeId}`,
+  /** Readiness's write probe (temporal/readiness.ts): one execution an hour, signalled by every probe. */
+  platformReadiness: (hour: string) => `platform-readiness-${hour}`,
   appRun: (runId: string) => `app-run-${runId}`,
   /** The Temporal Schedule of a schedule row. */
   schedule: (scheduleId: string) => `schedule-${scheduleId}`,

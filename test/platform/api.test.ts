@@ -1,10 +1,14 @@
-import { Connection } from '@temporalio/client';
+import { Connection, type WorkflowHandle } from '@temporalio/client';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.js';
 import { createDb, executePrepared } from '../../shared/db/client.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
+import { readinessWorkflowId } from '../../temporal/readiness.js';
+
+const countSignals = async (handle: WorkflowHandle) =>
+  (await handle.fetchHistory()).events!.filter((event) => event.workflowExecutionSignaledEventAttributes).length;
 
 describe('API skeleton', () => {
   let stack: TestStack;
@@ -25,6 +29,29 @@ describe('API skeleton', () => {
     const res = await stack.app.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', temporal: 'ok' }, failed: [] });
+  });
+
+  it('GET /readyz proves Temporal can write: it signals the hour\'s readiness execution', async () => {
+    const handle = stack.deps.temporal.client.workflow.getHandle(readinessWorkflowId());
+    const signalsBefore = await countSignals(handle).catch(() => 0);
+    expect((await stack.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    expect(await countSignals(handle)).toBeGreaterThan(signalsBefore);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+  });
+
+  it('GET /readyz is 503 when Temporal answers reads but cannot start work', async () => {
+    // The frontend answers GetSystemInfo for any namespace; a write to one that does not exist fails,
+    // as every write does on a server whose store is locked.
+    const app = await buildApp({ ...stack.deps, config: { ...stack.deps.config, TEMPORAL_NAMESPACE: 'no-such-namespace' } }, { logger: false });
+    try {
+      await stack.deps.temporal.connection.workflowService.getSystemInfo({});
+      const res = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ status: 'unavailable', failed: ['temporal'], checks: { postgres: 'ok' } });
+      expect(res.json().checks.temporal).toMatch(/^unreachable: .*no-such-namespace/);
+    } finally {
+      await app.close();
+    }
   });
 
   it('GET /readyz is 503 naming Temporal when Temporal is unreachable', async () => {

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -58,11 +58,28 @@ describe('npm start', () => {
       const result = await demo.json() as { status: string; sessions: Array<{ output: unknown }> };
       expect(result.status).toBe('completed');
       expect(result.sessions.at(-1)!.output).toEqual({ greeting: 'hello Ada', n: 42 });
+
+      // A second start on the same data folder (even with a database of its own) refuses before it
+      // starts anything, naming the first start's pid and how to pick another DATA_DIR.
+      const firstPid = (JSON.parse(await readFile(path.join(dataDir, 'runtime.json'), 'utf8')) as { pid: number }).pid;
+      const second = spawn('npm', ['start'], { env: { ...env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let secondOutput = '';
+      second.stdout.on('data', (chunk: Buffer) => { secondOutput += chunk.toString(); });
+      second.stderr.on('data', (chunk: Buffer) => { secondOutput += chunk.toString(); });
+      const secondCode = await new Promise<number | null>((resolve) => second.once('exit', (code) => resolve(code)));
+      expect(secondCode, secondOutput).not.toBe(0);
+      expect(secondOutput).toContain(`refusing to start: another npm start (pid ${firstPid}`);
+      expect(secondOutput).toContain('DATA_DIR=');
+      expect(secondOutput).not.toContain('starting Temporal dev server');
+      // The first is unharmed.
+      expect((await fetch(`${apiUrl}/readyz`)).status).toBe(200);
     } finally {
       if (child.exitCode === null) process.kill(-child.pid!, 'SIGINT');
       await exited;
     }
     expect(output).toContain('[start] stopped');
+    // The lock is released with the rest: the next start on this folder may begin.
+    await expect(readFile(path.join(dataDir, 'start.lock'), 'utf8')).rejects.toThrow(/ENOENT/);
     // Give the kernel a moment to reap, then nothing we started may remain.
     await new Promise((r) => setTimeout(r, 500));
     expect(processesMentioning(dataDir)).toEqual([]);

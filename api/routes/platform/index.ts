@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { pingDatabase } from '../../../shared/db/health-repository.js';
 import { withTimeout } from '../../../shared/timeout.js';
-import { checkTemporal } from '../../../temporal/connection.js';
+import { probeTemporalWrites } from '../../../temporal/readiness.js';
 import type { AppDeps } from '../../deps.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
@@ -23,7 +23,7 @@ export const platformRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
   app.get('/readyz', {
     schema: {
       tags: ['platform'],
-      summary: 'PostgreSQL and Temporal are reachable',
+      summary: 'PostgreSQL answers, and Temporal answers and can start work (a write probe)',
       response: { 200: readiness, 503: readiness },
     },
   }, async (_request, reply) => {
@@ -31,7 +31,7 @@ export const platformRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
       withTimeout(p, CHECK_TIMEOUT_MS, () => new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)).then(() => 'ok', (error: Error) => `unreachable: ${error.message.split('\n')[0]}`);
     const [postgres, temporal] = await Promise.all([
       outcome(pingDatabase(deps.db)),
-      outcome(checkTemporal(deps.temporal.connection, CHECK_TIMEOUT_MS)),
+      outcome(probeTemporalWrites(deps.temporal.connection, deps.config.TEMPORAL_NAMESPACE, CHECK_TIMEOUT_MS)),
     ]);
     const failed = ([['postgres', postgres], ['temporal', temporal]] as const).filter(([, r]) => r !== 'ok').map(([n]) => n);
     reply.code(failed.length ? 503 : 200);
