@@ -49,7 +49,12 @@ async function ensureN8nInstalled(): Promise<void> {
   const started = Date.now();
   const heartbeat = setInterval(() => console.log(`n8n ${n8nVersion}: still installing (${Math.round((Date.now() - started) / 1000)} s)…`), 30_000);
   try {
-    const output = await run('npm', ['install', '--no-audit', '--no-fund'], { cwd: installDir, timeoutMs: 40 * 60_000 });
+    // sqlite3's install script builds its binding with node-gyp (its prebuilt download is out of
+    // reach here): point node-gyp at this Node's own headers, else it tries to download them.
+    const nodeDir = path.resolve(path.dirname(process.execPath), '..');
+    const env = { ...process.env };
+    if (!env.npm_config_nodedir && existsSync(path.join(nodeDir, 'include', 'node', 'node_api.h'))) env.npm_config_nodedir = nodeDir;
+    const output = await run('npm', ['install', '--no-audit', '--no-fund'], { cwd: installDir, env, timeoutMs: 40 * 60_000 });
     await writeFile(path.join(installDir, 'install.log'), output);
   } finally {
     clearInterval(heartbeat);
