@@ -164,16 +164,17 @@ export async function startN8n(): Promise<StartedService> {
     const exited = new Promise<void>((resolve) => spawned.once('exit', () => resolve()));
     const url = `http://127.0.0.1:${port}/webhook/bench`;
     const deadline = Date.now() + 240_000;
+    // Until its webhooks are registered n8n answers 404, and before that 200 with the plain text
+    // "n8n is starting up. Please wait": ready is a 200 whose body is JSON.
+    const parsed = (text: string): unknown => { try { return JSON.parse(text); } catch { return undefined; } };
     let last: { status: number; text: string } | null = null;
     while (spawned.exitCode === null && spawned.signalCode === null && Date.now() < deadline) {
       last = await callWebhook(url);
-      if (last?.status === 200) break;
+      if (last?.status === 200 && parsed(last.text) !== undefined) break;
       await new Promise((r) => setTimeout(r, 250));
     }
-    if (last?.status !== 200) throw new Error(`n8n did not answer 200 on ${url} (last: ${last === null ? 'no answer' : `${last.status} ${last.text.slice(0, 500)}`})`);
-    let answer: unknown;
-    try { answer = JSON.parse(last.text); } catch { answer = last.text; }
-    if (JSON.stringify(answer) !== JSON.stringify(expectedAnswer)) throw new Error(`n8n answered ${last.text.slice(0, 500)}, not ${JSON.stringify(expectedAnswer)}`);
+    if (last?.status !== 200 || parsed(last.text) === undefined) throw new Error(`n8n did not answer 200 with JSON on ${url} (last: ${last === null ? 'no answer' : `${last.status} ${last.text.slice(0, 500)}`})`);
+    if (JSON.stringify(parsed(last.text)) !== JSON.stringify(expectedAnswer)) throw new Error(`n8n answered ${last.text.slice(0, 500)}, not ${JSON.stringify(expectedAnswer)}`);
     console.log(`n8n ${n8nVersion}: ready on ${url} (${Math.round((Date.now() - started) / 1000)} s after start)`);
 
     const pid = spawned.pid!;
