@@ -176,7 +176,7 @@ try {
   const { port: boundPort } = app.server.address() as AddressInfo;
   const apiUrl = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${boundPort}`;
 
-  runtimeInfo = { pid: process.pid, apiUrl, databaseUrl, temporalAddress, demo: { apiKey: demo.apiKey, deploymentId: demo.deploymentId, teamId: demo.teamId } };
+  runtimeInfo = { pid: process.pid, apiUrl, databaseUrl, temporalAddress, demo: { apiKey: demo.apiKey, documentId: demo.documentId, deploymentId: demo.deploymentId, teamId: demo.teamId } };
   await writeRuntime();
   cleanups.unshift({ name: 'runtime file', run: () => runtime.remove() });
 

@@ -68,6 +68,12 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     '--log-level', 'warn', '--log-format', 'json',
     ...(uiPort ? ['--ui-port', String(uiPort), '--ui-ip', '127.0.0.1'] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    // The kept store in WAL mode with synchronous=normal: a commit is an append to the WAL, synced
+    // at checkpoints, instead of two fsyncs. A crash of the server or of the machine's processes
+    // loses nothing; a power loss can lose the last commits since a checkpoint, which the PostgreSQL
+    // outbox starts again (docs/decisions.md "The embedded Temporal store"). Runs/s under npm start:
+    // about 2x, Temporal CPU per run about half.
+    ...(options.dbFile ? ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal'] : []),
     // Registered at every start (a no-op when a kept store already has them), so operators can filter by them.
     ...searchAttributeDefinitions.flatMap(({ name, type }) => ['--search-attribute', `${name}=${temporalCliTypeName[type]}`]),
     // One task-queue partition instead of four: with a handful of pollers on one node, tasks that

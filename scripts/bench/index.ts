@@ -16,6 +16,7 @@ import { report, type Comparison } from './measure.js';
 import { benchRequestBasics } from './basics.js';
 import { benchOrders, runsPerSecondIn } from './orders.js';
 import { benchRuns } from './runs.js';
+import { asUsersRunRows, benchAsUsersRun } from './as-users-run.js';
 import { startWorkerProcess, waitForWorker } from './worker-process.js';
 import { benchSchedules } from './schedules.js';
 import { benchClientConfig } from './client-config.js';
@@ -38,6 +39,13 @@ if (only('project-graph')) {
   await runProjectGraphBenchAlone();
   process.exit(0);
 }
+
+// 0. The run path as users run it: the README's `npm start` under an HTTP load generator, before
+// the harness's servers start (they would share the cores). `--peer n8n` adds n8n beside it.
+const peerArg = process.argv.indexOf('--peer');
+const peer = peerArg > 0 ? process.argv[peerArg + 1] : null;
+if (peer !== null && peer !== 'n8n') throw new Error(`--peer: only n8n is known, not ${peer}`);
+const asUsersRun = onlyPublicConfig ? null : await benchAsUsersRun({ peer });
 
 const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-'));
 await chmod(workDir, 0o755);
@@ -122,7 +130,12 @@ try {
   await rm(workDir, { recursive: true, force: true });
 }
 report(rows);
-console.log('\n| run path | measured | floor (same run) | ratio |\n|---|---|---|---|');
+if (asUsersRun) {
+  const harness = runRows.map((row) => /^\| demo runs\/s, 50 concurrent, 5 rounds[^|]*\| (\d+) runs\/s/.exec(row)?.[1]).find(Boolean);
+  console.log('\n| run path as users run it | measured | baseline (same run) | ratio |\n|---|---|---|---|');
+  for (const row of asUsersRunRows(asUsersRun, harness ? Number(harness) : null)) console.log(row);
+}
+console.log('\n| run path, in-memory harness (bench process is API, worker and callers) | measured | floor (same run) | ratio |\n|---|---|---|---|');
 for (const row of runRows) console.log(row);
 console.log('\n| hardware orders | measured | baseline (same run) | ratio |\n|---|---|---|---|');
 for (const row of orderRows) console.log(row);

@@ -10,7 +10,7 @@ export interface RuntimeInfo {
   apiUrl: string;
   databaseUrl: string;
   temporalAddress: string;
-  demo: { apiKey: string; deploymentId: string; teamId: string };
+  demo: { apiKey: string; documentId: string; deploymentId: string; teamId: string };
   /** Supervised child processes: null when not ours (external DATABASE_URL / TEMPORAL_ADDRESS, inline worker) or down. */
   children: { postgres: number | null; temporal: number | null; worker: number | null };
 }

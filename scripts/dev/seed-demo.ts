@@ -16,7 +16,7 @@ export const DEMO_EMAIL = 'demo@example.com';
 const DEMO_TEAM = 'Demo Team';
 const DEMO_CREDITS_MILLI = 1_000_000;
 
-export interface DemoTenant { userId: string; teamId: string; projectId: string; apiKey: string; deploymentId: string }
+export interface DemoTenant { userId: string; teamId: string; projectId: string; apiKey: string; documentId: string; deploymentId: string }
 
 /**
  * The demo tenant of `npm start`: user, team with credits, project, API key. Idempotent, so every
@@ -42,16 +42,16 @@ export async function seedDemoTenant(db: Database, dataDir: string): Promise<Dem
     apiKey = (await createApiKey(db, { teamId: team.id, createdBy: user.id, name: 'Demo key' })).token;
     await writeFile(keyFile, apiKey, { mode: 0o600 });
   }
-  return { userId: user.id, teamId: team.id, projectId: project.id, apiKey, deploymentId: await seedDemoApp(db, project.id) };
+  return { userId: user.id, teamId: team.id, projectId: project.id, apiKey, ...(await seedDemoApp(db, project.id)) };
 }
 
 /** The CONTRACTS.md example app, published once. */
-async function seedDemoApp(db: Database, projectId: string): Promise<string> {
+async function seedDemoApp(db: Database, projectId: string): Promise<{ documentId: string; deploymentId: string }> {
   const existing = await db.selectFrom('deployments as d').innerJoin('documents as doc', 'doc.id', 'd.document_id')
-    .select('d.id').where('doc.project_id', '=', projectId).where('doc.name', '=', 'Hello app').where('d.deleted_at', 'is', null)
+    .select(['d.id', 'd.document_id']).where('doc.project_id', '=', projectId).where('doc.name', '=', 'Hello app').where('d.deleted_at', 'is', null)
     .orderBy('d.created_at', 'desc').executeTakeFirst();
-  if (existing) return existing.id;
+  if (existing) return { documentId: existing.document_id, deploymentId: existing.id };
   const operator = { kind: 'operator' } as const;
   const document = await createDocument(db, operator, { projectId, name: 'Hello app', graph: exampleGraph });
-  return (await publishDocument(db, operator, document.id, {})).id;
+  return { documentId: document.id, deploymentId: (await publishDocument(db, operator, document.id, {})).id };
 }

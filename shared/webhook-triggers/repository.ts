@@ -51,6 +51,12 @@ export async function findTriggerForCall(db: Database, webhookId: string) {
     .executeTakeFirst();
 }
 
+/**
+ * `last_triggered_at`, to the second: a trigger called many times a second is written once a
+ * second, not once a call (every call's update queued on the same row lock under load).
+ */
 export async function markTriggered(db: Database, triggerId: string): Promise<void> {
-  await db.updateTable('webhook_triggers').set({ last_triggered_at: sql<Date>`now()` }).where('id', '=', triggerId).execute();
+  await db.updateTable('webhook_triggers').set({ last_triggered_at: sql<Date>`now()` }).where('id', '=', triggerId)
+    .where((eb) => eb.or([eb('last_triggered_at', 'is', null), eb('last_triggered_at', '<', sql<Date>`now() - interval '1 second'`)]))
+    .execute();
 }

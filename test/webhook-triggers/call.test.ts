@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleGraph } from '../../shared/documents/example-graph.js';
@@ -128,6 +129,23 @@ describe('POST /api/webhook-triggers/:webhookId', () => {
       expect(last!.getTime()).toBeGreaterThanOrEqual(started - 1000);
       const viewed = await stack.app.inject({ method: 'GET', url: `/api/webhook-triggers/by-document/${res.json().documentId}`, headers: { authorization: `Bearer ${ownerJwt}` } });
       expect(viewed.json().lastTriggeredAt).toBe(last!.toISOString());
+    });
+
+    it('last_triggered_at is kept to the second: a call within a second of it leaves the row, a later one moves it', async () => {
+      const { webhookId, secret } = await hook();
+      expect((await trigger(webhookId, { secret, payload: {} })).statusCode).toBe(200);
+      const first = (await triggerRow(webhookId)).last_triggered_at!;
+      // Within the second: unchanged (no update per call on the trigger's row).
+      await stack.db.updateTable('webhook_triggers').set({ last_triggered_at: sql<Date>`now()` }).where('id', '=', webhookId).execute();
+      const written = (await triggerRow(webhookId)).last_triggered_at!;
+      expect((await trigger(webhookId, { secret, payload: {} })).statusCode).toBe(200);
+      expect((await triggerRow(webhookId)).last_triggered_at).toEqual(written);
+      // Older than a second: the next call writes it.
+      await stack.db.updateTable('webhook_triggers').set({ last_triggered_at: sql<Date>`now() - interval '5 seconds'` }).where('id', '=', webhookId).execute();
+      expect((await trigger(webhookId, { secret, payload: {} })).statusCode).toBe(200);
+      const moved = (await triggerRow(webhookId)).last_triggered_at!;
+      expect(moved.getTime()).toBeGreaterThanOrEqual(first.getTime());
+      expect(Date.now() - moved.getTime()).toBeLessThan(5_000);
     });
 
     it('rotating invalidates the old secret at once', async () => {
