@@ -62,7 +62,11 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<S
   delete childEnv.DATABASE_URL;
   delete childEnv.TEMPORAL_ADDRESS;
   delete childEnv.LOG_LEVEL; // npm start's own default
-  const child = spawn('npm', ['start'], { cwd: repoRoot, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // To profile the start process: BENCH_START_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' runs
+  // npm start's own command with those flags (node refuses --cpu-prof in NODE_OPTIONS).
+  const nodeFlags = process.env.BENCH_START_NODE_FLAGS?.split(' ').filter(Boolean);
+  const [command, args] = nodeFlags ? [process.execPath, [...nodeFlags, '--import', 'tsx', 'scripts/dev.ts']] : ['npm', ['start']];
+  const child = spawn(command, args, { cwd: repoRoot, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => { output = (output + chunk.toString()).slice(-20_000); });
   child.stderr.on('data', (chunk: Buffer) => { output = (output + chunk.toString()).slice(-20_000); });

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Database } from '../db/client.js';
 import type { TeamRole } from '../db/types.js';
 
@@ -21,25 +21,21 @@ export async function findTeamLevel(db: Database, teamId: string, userId: string
   return row?.level ?? 'none';
 }
 
-/** The team of a live project (null when it, or its team, is deleted or missing) and the caller's level in it. */
-export async function findProjectLevel(
-  db: Database, projectId: string, userId: string | null, keyTeamId: string | null,
-): Promise<{ team_id: string | null; level: AccessLevel }> {
+/** A row's team (`teamOf`: one of migration 0021's `access_*_team` calls) and the caller's level in it. */
+async function levelInTeamOf(db: Database, teamOf: RawBuilder<string | null>, userId: string | null, keyTeamId: string | null) {
   const { rows } = await sql<{ team_id: string | null; level: AccessLevel }>`
-    SELECT p.team_id, access_team_level(p.team_id, ${userId}, ${keyTeamId}) AS level
-    FROM (SELECT access_project_team(${projectId}) AS team_id) p`.execute(db);
-  return rows[0] ?? { team_id: null, level: 'none' };
+    SELECT t.team_id, access_team_level(t.team_id, ${userId}, ${keyTeamId}) AS level
+    FROM (SELECT ${teamOf} AS team_id) t`.execute(db);
+  return rows[0] ?? { team_id: null, level: 'none' as const };
 }
 
+/** The team of a live project (null when it, or its team, is deleted or missing) and the caller's level in it. */
+export const findProjectLevel = (db: Database, projectId: string, userId: string | null, keyTeamId: string | null) =>
+  levelInTeamOf(db, sql<string | null>`access_project_team(${projectId})`, userId, keyTeamId);
+
 /** The team of a live document (null when it, its project or its team is deleted or missing) and the caller's level in it. */
-export async function findDocumentLevel(
-  db: Database, documentId: string, userId: string | null, keyTeamId: string | null,
-): Promise<{ team_id: string | null; level: AccessLevel }> {
-  const { rows } = await sql<{ team_id: string | null; level: AccessLevel }>`
-    SELECT d.team_id, access_team_level(d.team_id, ${userId}, ${keyTeamId}) AS level
-    FROM (SELECT access_document_team(${documentId}) AS team_id) d`.execute(db);
-  return rows[0] ?? { team_id: null, level: 'none' };
-}
+export const findDocumentLevel = (db: Database, documentId: string, userId: string | null, keyTeamId: string | null) =>
+  levelInTeamOf(db, sql<string | null>`access_document_team(${documentId})`, userId, keyTeamId);
 
 /**
  * The ids of the (not deleted) teams the user belongs to, as a query: a subquery for list queries,
