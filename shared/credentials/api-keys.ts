@@ -1,4 +1,4 @@
-import { isTeamMember } from '../access/service.js';
+import { isTeamMember, requireTeamRole } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { sha256Hex } from '../crypto.js';
 import { AppError, notFound } from '../errors.js';
@@ -32,6 +32,25 @@ export const listApiKeys = (db: Database, teamId: string) => listLiveApiKeys(db,
 export async function deleteApiKey(db: Database, teamId: string, keyId: string): Promise<void> {
   if (!(await softDeleteApiKey(db, teamId, keyId))) throw new AppError(404, 'API key not found');
 }
+
+/**
+ * The team's key management for a signed-in user (spec §4.4): owners create and delete keys,
+ * owners and admins list them; anyone else gets 404 (not in the team) or 403, as access decides.
+ */
+export const teamApiKeys = {
+  async create(db: Database, userId: string, input: { teamId: string; name: string; description?: string | null; limitCredits?: number | null }) {
+    await requireTeamRole(db, input.teamId, userId, ['owner'], 'create API keys');
+    return createApiKey(db, { ...input, createdBy: userId });
+  },
+  async list(db: Database, userId: string, teamId: string) {
+    await requireTeamRole(db, teamId, userId, ['owner', 'admin'], 'list API keys');
+    return listApiKeys(db, teamId);
+  },
+  async delete(db: Database, userId: string, teamId: string, keyId: string) {
+    await requireTeamRole(db, teamId, userId, ['owner'], 'delete API keys');
+    await deleteApiKey(db, teamId, keyId);
+  },
+};
 
 /** Quota, not a rate limit: a key whose usage reached its limit is refused until the limit changes. */
 export function assertWithinCreditLimit(key: Pick<PrincipalOf<'api-key'>, 'limitCredits' | 'usageCredits'>): void {

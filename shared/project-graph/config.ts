@@ -1,4 +1,6 @@
+import { requireProject, type AccessCaller } from '../access/service.js';
 import type { Config } from '../config.js';
+import type { Database } from '../db/client.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import { graphErrors } from './errors.js';
 
@@ -37,4 +39,16 @@ export async function requireGraphReady(settings: SiteSettingsCache, config: Pic
   if (graph.state === 'off') throw graphErrors.off();
   if (graph.state === 'incomplete') throw graphErrors.incomplete();
   return graph;
+}
+
+/**
+ * What every graph endpoint asks first: the switch (fails closed before anything else is read),
+ * then the caller's access to the project (the access module; 404 'Project not found' otherwise).
+ */
+export async function openProjectGraph(
+  db: Database, settings: SiteSettingsCache, config: Pick<Config, 'LLM_BASE_URL'>, caller: AccessCaller, projectId: string,
+) {
+  const graph = await requireGraphReady(settings, config);
+  const project = await requireProject(db, caller, projectId);
+  return { graph, project };
 }

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requireTeamRole } from '../../../shared/access/service.js';
-import { createApiKey, deleteApiKey, listApiKeys } from '../../../shared/credentials/api-keys.js';
+import { listApiKeys, teamApiKeys } from '../../../shared/credentials/api-keys.js';
 import { AppError } from '../../../shared/errors.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -38,9 +37,8 @@ export const apiKeyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }) 
     if ('expires_at' in body || 'expiresAt' in body) {
       throw new AppError(400, 'expires_at_not_accepted', 'API keys do not take an expiry: delete the key to end it');
     }
-    await requireTeamRole(db, request.params.teamId, userId, ['owner'], 'create API keys');
-    const { id, token } = await createApiKey(db, {
-      teamId: request.params.teamId, createdBy: userId, name: body.name, description: body.description ?? null, limitCredits: body.limitCredits ?? null,
+    const { id, token } = await teamApiKeys.create(db, userId, {
+      teamId: request.params.teamId, name: body.name, description: body.description ?? null, limitCredits: body.limitCredits ?? null,
     });
     const created = (await listApiKeys(db, request.params.teamId)).find((k) => k.id === id)!;
     reply.code(201).header('cache-control', 'no-store');
@@ -51,8 +49,7 @@ export const apiKeyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }) 
     config: { access: 'teamAdmin' },
     schema: { tags: ['credentials'], summary: 'List the team API keys (never their secrets)', params: teamParams, response: { 200: z.object({ items: z.array(apiKeyView) }) } },
   }, async (request) => {
-    await requireTeamRole(db, request.params.teamId, principalOf(request, 'jwt').userId, ['owner', 'admin'], 'list API keys');
-    return { items: (await listApiKeys(db, request.params.teamId)).map(toView) };
+    return { items: (await teamApiKeys.list(db, principalOf(request, 'jwt').userId, request.params.teamId)).map(toView) };
   });
 
   app.delete('/teams/:teamId/api-keys/:keyId', {
@@ -62,8 +59,7 @@ export const apiKeyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db }) 
       params: teamParams.extend({ keyId: z.uuid() }), response: { 200: z.object({ success: z.literal(true) }) },
     },
   }, async (request) => {
-    await requireTeamRole(db, request.params.teamId, principalOf(request, 'jwt').userId, ['owner'], 'delete API keys');
-    await deleteApiKey(db, request.params.teamId, request.params.keyId);
+    await teamApiKeys.delete(db, principalOf(request, 'jwt').userId, request.params.teamId, request.params.keyId);
     return { success: true as const };
   });
 };

@@ -1,9 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requireProject } from '../../../shared/access/service.js';
 import { AppError } from '../../../shared/errors.js';
-import { requireGraphReady } from '../../../shared/project-graph/config.js';
+import { openProjectGraph } from '../../../shared/project-graph/config.js';
 import { graphEmbedder } from '../../../shared/project-graph/embeddings.js';
 import { GRAPH_UNAVAILABLE, graphErrors } from '../../../shared/project-graph/errors.js';
 import { getProjectJob, submitEpisode } from '../../../shared/project-graph/jobs.js';
@@ -58,12 +57,7 @@ async function failClosed<T>(request: FastifyRequest, body: () => Promise<T>): P
 export const projectGraphRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, settings, config } = deps;
   const base = '/projects/:projectId/graph';
-  /** The switch first (fails closed before anything else is read), then the caller's access to the project. */
-  const open = async (request: FastifyRequest, projectId: string) => {
-    const graph = await requireGraphReady(settings, config);
-    const project = await requireProject(db, accessCallerOf(request), projectId);
-    return { graph, project };
-  };
+  const open = (request: FastifyRequest, projectId: string) => openProjectGraph(db, settings, config, accessCallerOf(request), projectId);
 
   app.get(`${base}/status`, {
     config: { access: 'combined' },
