@@ -67,7 +67,11 @@ function toProblem(error: FastifyError | AppError | Error): Problem {
   return { status: status >= 500 && status < 600 ? status : 500, error: 'internal_error', message: 'Internal server error', extra: {} };
 }
 
-function send(reply: FastifyReply, envelope: ErrorEnvelope, p: Problem) {
+/** A body that is not JSON, in the words of a family whose spec names it (§7.7: connectors say `invalid_body`). */
+const malformedBodyCode: Partial<Record<ErrorEnvelope, string>> = { connectors: 'invalid_body' };
+
+function send(reply: FastifyReply, envelope: ErrorEnvelope, problem: Problem) {
+  const p = problem.error === 'invalid_json' && malformedBodyCode[envelope] ? { ...problem, error: malformedBodyCode[envelope] } : problem;
   reply.code(p.status);
   if (p.headers) reply.headers(p.headers);
   // A route that failed after choosing a stream type (an event stream whose first read found the

@@ -91,8 +91,9 @@ export const commands: Record<string, Command> = {
   'settings set': async (flags, ctx) => {
     const f = readFlags(flags, { key: z.string().trim().min(1).max(200), value: jsonFlag });
     if (isKnownSiteSetting(f.key)) {
-      // Stored anyway (an operator may be staging a fix), but say that readers will use defaults.
-      resolveSiteSetting(f.key, f.value, (key, reason) => ctx.warn(`${key} does not validate, readers will use the defaults: ${reason}`));
+      // Refused, not stored: readers would silently use the defaults instead (an operator who set a
+      // 2-second code lifetime would get 300 s and never know).
+      resolveSiteSetting(f.key, f.value, (key, reason) => { throw new CliError('invalid_value', `Invalid --value for ${key}: ${reason}`); });
     }
     await upsertSiteSetting(ctx.db(), f.key, f.value);
     return { key: f.key, value: f.value };

@@ -1,3 +1,4 @@
+import { requireDocumentAccess } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { listDeployedDocumentsOfTeam } from '../documents/repository.js';
 import { AppError } from '../errors.js';
@@ -31,8 +32,18 @@ export async function getTeamRun(db: Database, teamId: string, runId: string): P
   return { id: run.id, status: run.status, output: outputOf(run.result), error: run.error };
 }
 
-/** A workflow's runs paid by the team, newest first. */
-export async function listTeamWorkflowRuns(db: Database, teamId: string, documentId: string, limit: number): Promise<V1RunSummary[]> {
+/**
+ * A workflow's runs paid by the team, newest first. The workflow must be a live document of the
+ * key's team: another team's id answers exactly like a random one, and as `/v1/workflows/:id/run`
+ * answers an unknown id (404 `Deployment not found`).
+ */
+export async function listTeamWorkflowRuns(
+  db: Database, caller: { userId: string; teamId: string }, documentId: string, limit: number,
+): Promise<V1RunSummary[]> {
+  const teamId = caller.teamId;
+  await requireDocumentAccess(db, { kind: 'api-key', userId: caller.userId, teamId }, documentId).catch((error: unknown) => {
+    throw error instanceof AppError && error.status === 404 ? new AppError(404, 'Deployment not found') : error;
+  });
   const rows = await listDocumentRunsOfTeam(db, teamId, documentId, limit);
   return rows.map((r) => ({ id: r.id, status: r.status, createdAt: r.created_at.toISOString(), finishedAt: r.finished_at?.toISOString() ?? null }));
 }

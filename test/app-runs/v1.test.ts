@@ -58,6 +58,11 @@ describe('/v1 workflow API', () => {
     const steal = await call('POST', `/v1/workflows/${documentId}/run`, otherKey, { input: 'x' });
     expect(steal.statusCode).toBe(403);
     expect((await stack.db.selectFrom('runs').select('id').execute()).length).toBe(before);
+    // Another team's workflow id answers exactly what a random id gets.
+    const foreignRuns = await call('GET', `/v1/workflows/${documentId}/runs`, otherKey);
+    const randomRuns = await call('GET', `/v1/workflows/${randomUUID()}/runs`, otherKey);
+    expect([foreignRuns.statusCode, foreignRuns.json()]).toEqual([404, { error: 'Deployment not found', message: 'Deployment not found' }]);
+    expect([randomRuns.statusCode, randomRuns.json()]).toEqual([foreignRuns.statusCode, foreignRuns.json()]);
     const jwt = await call('GET', '/v1/workflows', await make.jwt(stranger.id));
     // A valid credential of another kind: 403 (spec §5.4), not 401.
     expect([jwt.statusCode, jwt.json().error]).toEqual([403, 'This endpoint only accepts API key authentication']);

@@ -226,10 +226,10 @@ describe('POST /webhook/manual and /webhook/mock', () => {
     });
   });
 
-  it('an unknown provider is 404 plain FAIL; paddle without its secret is 500 FAIL; nothing changes', async () => {
+  it('an unknown provider is 500 plain FAIL (spec §4.7); paddle without its secret is 500 FAIL; nothing changes', async () => {
     const order = await billing.order({ provider: 'manual' });
     const d = delivery(order);
-    await billing.refusedUnchanged(() => post(stack, 'stripe', d.body, d.headers), 404);
+    await billing.refusedUnchanged(() => post(stack, 'stripe', d.body, d.headers), 500);
     const body = JSON.stringify({ event_id: 'evt_1', event_type: 'transaction.completed', data: {} });
     await billing.refusedUnchanged(() => post(stack, 'paddle', body, { 'Paddle-Signature': signPaddleWebhook('some-secret', body) }));
   });

@@ -117,6 +117,17 @@ describe('connector connections (spec §2.5, §3.1, §4.12, §7.7; CONTRACTS.md 
       expect(await rows()).toEqual(before);
     });
 
+    it('a body that is not JSON is 400 `invalid_body` (spec §7.7), not the global invalid_json', async () => {
+      const before = await rows();
+      const response = await stack.app.inject({
+        method: 'POST', url: '/api/connectors/connections', payload: '{"service": "imap_mail", ',
+        headers: { authorization: `Bearer ${alice.jwt}`, 'content-type': 'application/json' },
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ error: 'invalid_body' });
+      expect(await rows()).toEqual(before);
+    });
+
     it('a connector that is not approved is 403 `connector_not_approved`; a tripped breaker 503 `connector_circuit_broken`', async () => {
       const before = await rows();
       try {

@@ -67,6 +67,16 @@ describe('operator CLI', () => {
     expect(row.value).toBe(120);
   });
 
+  it('settings set refuses a value its schema refuses: exit 2 naming the problem, nothing stored', async () => {
+    expect((await cli('settings', 'set', '--key', 'webhook_trigger.rate_limit', '--value', '{"perMinute":30}')).code).toBe(0);
+    const res = await cli('settings', 'set', '--key', 'webhook_trigger.rate_limit', '--value', '{"perMinute":-5}');
+    expect(res.code).toBe(2);
+    expect(res.error).toMatchObject({ error: 'invalid_value' });
+    expect(String(res.error!.message)).toMatch(/^Invalid --value for webhook_trigger\.rate_limit: perMinute: /);
+    const row = await stack.db.selectFrom('site_settings').select('value').where('key', '=', 'webhook_trigger.rate_limit').executeTakeFirstOrThrow();
+    expect(row.value).toEqual({ perMinute: 30 });
+  });
+
   it('refuses a duplicate email', async () => {
     await cli('user', 'create', '--email', 'dup@example.com');
     const before = await rowCounts();

@@ -64,7 +64,6 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       params: z.object({ id: z.uuid() }), querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
     },
   }, async (request) => {
-    const { teamId } = principalOf(request, 'api-key');
-    return { runs: await listTeamWorkflowRuns(db, teamId, request.params.id, request.query.limit) };
+    return { runs: await listTeamWorkflowRuns(db, principalOf(request, 'api-key'), request.params.id, request.query.limit) };
   });
 };

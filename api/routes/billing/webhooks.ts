@@ -11,7 +11,7 @@ import { keepRawBody } from '../../plugins/raw-body.js';
 const tags = ['billing'];
 /** chan_b's protocol requires exactly `success`; every other channel gets `SUCCESS` (CONTRACTS.md "Payment channels"). */
 const acknowledgement = (provider: BillingProvider) => (provider === 'chan_b' ? 'success' : 'SUCCESS');
-const reply = { 200: z.enum(['SUCCESS', 'success']), 404: z.literal('FAIL'), 500: z.literal('FAIL') };
+const reply = { 200: z.enum(['SUCCESS', 'success']), 500: z.literal('FAIL') };
 
 /**
  * What each outcome means to the channel. Every recorded event is acknowledged, even one that
@@ -30,7 +30,7 @@ const isProvider = (value: string): value is BillingProvider => (billingProvider
  * verifies the raw body as received and reads it into payment events; each is recorded once and
  * applied once. 200 plain `SUCCESS` (chan_b: `success`); any failed verification, a malformed
  * verified body or a channel that is not configured answers 500 plain `FAIL` with nothing recorded
- * and the reason only in the log; an unknown provider is 404 `FAIL`.
+ * and the reason only in the log; so does an unknown provider (spec §4.7: every failure is 500 `FAIL`).
  */
 export const paymentWebhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useErrorEnvelope(app, 'payment');
@@ -45,7 +45,7 @@ export const paymentWebhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, 
   }, async (request, res) => {
     res.type('text/plain; charset=utf-8');
     const { provider } = request.params;
-    if (!isProvider(provider)) throw new AppError(404, 'FAIL', `no payment channel ${provider}`);
+    if (!isProvider(provider)) throw new AppError(500, 'FAIL', `no payment channel ${provider}`);
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
 
     let events;
