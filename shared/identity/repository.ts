@@ -38,3 +38,8 @@ export const insertProject = (
   db: Database,
   project: { id: string; team_id: string; slug: string; name: string; created_by: string | null; system_purpose?: string | null; deletion_locked?: boolean },
 ) => db.insertInto('projects').values(project).returningAll().executeTakeFirstOrThrow();
+
+/** A team's live projects, oldest first (the personal default project among them). */
+export const listLiveProjectsOfTeam = (db: Database, teamId: string) =>
+  db.selectFrom('projects').select(['id', 'team_id', 'slug', 'name', 'system_purpose', 'deletion_locked', 'created_at'])
+    .where('team_id', '=', teamId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();

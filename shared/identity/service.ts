@@ -3,6 +3,7 @@ import type { Database } from '../db/client.js';
 import type { PlanCode, TeamRole } from '../db/types.js';
 import { AppError, notFound } from '../errors.js';
 import { newId, slugify } from '../ids.js';
+import { teamLevel, teamNotFound, type AccessCaller } from '../access/service.js';
 import * as repo from './repository.js';
 
 export async function createUser(db: Database, input: { email: string; name?: string; phone?: string }) {
@@ -49,4 +50,18 @@ export async function createProject(
       created_by: input.createdBy ?? null, system_purpose: input.systemPurpose ?? null,
     });
   });
+}
+
+export interface ProjectView { id: string; teamId: string; slug: string; name: string; systemPurpose: string | null; deletionLocked: boolean; createdAt: string }
+
+/**
+ * A team's projects, for anyone who may read the team (its members, its API keys); anyone else
+ * gets exactly what a missing team gets, 404 `Team not found`.
+ */
+export async function listTeamProjects(db: Database, caller: AccessCaller, teamId: string): Promise<ProjectView[]> {
+  if ((await teamLevel(db, caller, teamId)) === 'none') throw teamNotFound();
+  return (await repo.listLiveProjectsOfTeam(db, teamId)).map((p) => ({
+    id: p.id, teamId: p.team_id, slug: p.slug, name: p.name, systemPurpose: p.system_purpose,
+    deletionLocked: p.deletion_locked, createdAt: p.created_at.toISOString(),
+  }));
 }

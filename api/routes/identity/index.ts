@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { chooseLanguage, ensureDefaultProject } from '../../../shared/identity/default-project.js';
+import { listTeamProjects } from '../../../shared/identity/service.js';
+import { accessCallerOf } from '../../access-caller.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 
@@ -20,7 +22,13 @@ const defaultProjectResponse = z.object({
   }),
 });
 
-/** The current user (spec §4.4): who is calling, and the personal default project. */
+const projectView = z.object({
+  id: z.string(), teamId: z.string(), slug: z.string(), name: z.string(),
+  systemPurpose: z.string().nullable().describe('`personal_default` for the personal default project (4.4), else null'),
+  deletionLocked: z.boolean(), createdAt: z.string(),
+});
+
+/** The current user (spec §4.4): who is calling, and the personal default project; a team's projects. */
 export const identityRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   app.get('/my', {
     config: { access: 'currentUser' },
@@ -50,4 +58,14 @@ export const identityRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     const lang = chooseLanguage(request.body?.lang, header('accept-language'), header('x-server-mode'));
     return { success: true as const, data: await ensureDefaultProject(deps.db, userId, lang) };
   });
+
+  app.get('/teams/:teamId/projects', {
+    config: { access: 'combined' },
+    schema: {
+      tags: ['identity'],
+      summary: "A team's projects, oldest first (its members and its API keys; anyone else 404)",
+      params: z.object({ teamId: z.uuid() }),
+      response: { 200: z.object({ projects: z.array(projectView) }) },
+    },
+  }, async (request) => ({ projects: await listTeamProjects(deps.db, accessCallerOf(request), request.params.teamId) }));
 };
