@@ -1,5 +1,5 @@
 import { runResultOf } from '../../shared/app-runs/run-result.js';
-import { findLiveRunDeployment } from '../../shared/documents/deployments.js';
+import { findLiveRunDeployment } from '../../shared/documents/deployments-repository.js';
 import { findTerminalEvent } from '../../shared/app-runs/run-events-repository.js';
 import { findRunOutcome, findRunTimeoutSeconds } from '../../shared/app-runs/runs-repository.js';
 import { admitRun, type AdmittedRun } from '../../shared/app-runs/run-service.js';

@@ -8,7 +8,7 @@ import { migrateToLatest } from '../../shared/db/migrate.js';
 import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
 import { newId } from '../../shared/ids.js';
 import { searchGraph } from '../../shared/project-graph/search.js';
-import { documentVersion } from '../../shared/project-graph/source-versions.js';
+import { documentVersion } from '../../shared/project-graph/repository.js';
 
 // Issue 24: trusted graph search over 100,000 facts of an active generation (ranking, fusion, the
 // current-only predicate and provenance verification in one REPEATABLE READ snapshot), against a

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { notFound } from '../../shared/errors.js';
 import { prepareOrderUpdate, requestRefundUpdate, shipOrderUpdate } from '../../shared/hardware-sales/messages.js';
-import { findOrderByNo, sendOrderStep, type OrderRow } from '../../shared/hardware-sales/order-updates.js';
+import { sendOrderStep } from '../../shared/hardware-sales/order-updates.js';
+import { findOrderByNo, type StepOrderRow } from '../../shared/hardware-sales/orders-repository.js';
 import { orderNoPattern } from '../../shared/hardware-sales/numbers.js';
 import type { OrderStepResult } from '../../shared/hardware-sales/messages.js';
 import type { CliContext, Command } from './command.js';
@@ -11,7 +12,7 @@ const orderFlag = z.string().regex(orderNoPattern, 'expected an order number (HW
 const label = z.string().trim().min(1).max(100);
 
 /** Sends one step to the order's saga, with a Temporal client opened for this command only. */
-async function withOrderSaga(ctx: CliContext, orderNo: string, send: (deps: Parameters<typeof sendOrderStep>[0], order: OrderRow) => Promise<OrderStepResult>) {
+async function withOrderSaga(ctx: CliContext, orderNo: string, send: (deps: Parameters<typeof sendOrderStep>[0], order: StepOrderRow) => Promise<OrderStepResult>) {
   const order = await findOrderByNo(ctx.db(), orderNo);
   if (!order) throw notFound(`Order ${orderNo}`);
   // Loaded on demand: the Temporal client would slow every other command's start.

@@ -44,8 +44,6 @@ export async function isTeamMember(db: Database, teamId: string, userId: string)
   return (await teamRole(db, teamId, userId)) !== undefined;
 }
 
-export { memberTeamIds } from './repository.js';
-
 /**
  * The caller's role in an active team. A team the caller is not in answers exactly like a missing
  * one (404); a member without one of `roles` gets 403.

@@ -3,7 +3,7 @@ import type { Principal, PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { isUuid } from '../ids.js';
-import type { DeploymentRow } from '../documents/deployments.js';
+import type { DeploymentRow } from '../documents/deployments-repository.js';
 import { findRunToFollow } from './runs-repository.js';
 
 export const PRIVATE_APP_MESSAGE = 'Permission denied: This is a private app and your credential has no access to it';

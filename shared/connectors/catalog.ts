@@ -1,12 +1,11 @@
 import type { Database } from '../db/client.js';
 import type { ConnectorCredentialField } from '../db/types.js';
 import { AppError } from '../errors.js';
-import { findConnector, listApprovedConnectors, updateConnectorStatus, type ConnectorRow } from './catalog-repository.js';
+import { findConnector, updateConnectorStatus, type ConnectorRow } from './catalog-repository.js';
 
 // The connector catalog is data (`connectors`, seeded with `imap_mail`); the operator approves,
 // rejects and trips the circuit breaker with `connector set` (docs/connectors.md).
 
-export { findConnector, listApprovedConnectors, type ConnectorRow };
 export const connectorStatuses = ['approved', 'pending', 'rejected'] as const;
 export type ConnectorStatus = (typeof connectorStatuses)[number];
 

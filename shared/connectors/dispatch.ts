@@ -8,7 +8,8 @@ import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 import { planStart, startRecordedWorkflow, type StartPathDeps } from '../workflow-starts/start-path.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import type { MailInputs } from './mail.js';
-import { bindingHold, liveDeploymentOf, loadBindingState } from './polling.js';
+import { bindingHold, liveDeploymentOf } from './polling.js';
+import { loadBindingState } from './polling-repository.js';
 import * as repo from './repository.js';
 
 // Dispatch (spec §4.12, docs/connectors.md "Dispatch"): the polling workflow's dispatcher leases

@@ -27,8 +27,6 @@ export interface PollDeps { db: Database; secrets: SecretKeyRing; settings: Pick
 /** The most pending dispatches one poll hands to the workflow; the rest follow on the next. */
 const MAX_PENDING = 1_000;
 
-export { loadBindingState, type BindingState };
-
 /** Why a binding's mail may not run now: `stop` for good (the binding or connection is gone), `pause` for a while. */
 export function bindingHold(state: BindingState | undefined): { hold: 'stop' | 'pause'; reason: string } | null {
   if (!state) return { hold: 'stop', reason: 'binding_not_found' };

@@ -1,5 +1,7 @@
-import { memberTeamIds, requireTeamRole } from '../access/service.js';
-import { deploymentNotFound, findRunDeployment, type DeploymentRow } from '../documents/deployments.js';
+import { requireTeamRole } from '../access/service.js';
+import { memberTeamIds } from '../access/repository.js';
+import { deploymentNotFound, findRunDeployment } from '../documents/deployments.js';
+import { type DeploymentRow } from '../documents/deployments-repository.js';
 import type { CrossTeamRunCaller } from '../app-runs/run-access.js';
 import { resolveDeploymentVersion } from '../documents/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';

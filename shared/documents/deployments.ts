@@ -1,10 +1,8 @@
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import type { DeploymentCache } from './deployment-cache.js';
-import { findLiveRunDeployment, listLiveDeploymentsOfDocument, type DeploymentRow } from './deployments-repository.js';
+import { listLiveDeploymentsOfDocument, type DeploymentRow } from './deployments-repository.js';
 import { resolveDeploymentVersion } from './versions.js';
-
-export { findLiveRunDeployment, type DeploymentRow };
 
 export const deploymentNotFound = () => new AppError(404, 'Deployment not found');
 

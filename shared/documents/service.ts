@@ -6,9 +6,6 @@ import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProb
 import { formatVersion, versionOfRow } from './versions.js';
 import * as repo from './repository.js';
 
-/** Who edits or publishes: the access module's caller (shared/access/service.ts). */
-export type EditorCaller = AccessCaller;
-
 export type Visibility = 'private' | 'public';
 
 export interface DocumentView { id: string; projectId: string; name: string; graph: Graph; createdAt: string; updatedAt: string }
@@ -17,7 +14,6 @@ export interface DeploymentView {
   apiSchema: ReturnType<typeof deriveApiSchema>; createdAt: string;
 }
 
-export { documentNotFound };
 export const ADMIN_REQUIRED = 'project administrator required';
 
 const toDocumentView = (row: repo.DocumentRow): DocumentView => ({
@@ -34,14 +30,14 @@ export const toDeploymentView = (row: repo.StoredDeployment): DeploymentView => 
  * A document the caller may see, with the caller's access to its team; one it cannot see answers
  * exactly like a missing one. Other capabilities (webhook triggers) hang their rules on this.
  */
-export async function requireVisibleDocument(db: Database, caller: EditorCaller, documentId: string) {
+export async function requireVisibleDocument(db: Database, caller: AccessCaller, documentId: string) {
   const { access } = await requireDocumentAccess(db, caller, documentId);
   const document = await repo.findActiveDocument(db, documentId);
   if (!document) throw documentNotFound();
   return { document, access };
 }
 
-export async function requireDocument(db: Database, caller: EditorCaller, documentId: string, needs: 'member' | 'admin') {
+export async function requireDocument(db: Database, caller: AccessCaller, documentId: string, needs: 'member' | 'admin') {
   const { document, access } = await requireVisibleDocument(db, caller, documentId);
   if (needs === 'admin' && access !== 'admin') throw new AppError(403, ADMIN_REQUIRED, 'Publishing needs a project administrator (team owner or admin)');
   return document;
@@ -73,7 +69,7 @@ export function parseGraph(input: unknown): Graph {
   return parsed.data;
 }
 
-export async function createDocument(db: Database, caller: EditorCaller, input: { projectId: string; name: string; graph: unknown }): Promise<DocumentView> {
+export async function createDocument(db: Database, caller: AccessCaller, input: { projectId: string; name: string; graph: unknown }): Promise<DocumentView> {
   const project = await requireProject(db, caller, input.projectId);
   const graph = parseGraph(input.graph);
   const row = await repo.insertDocument(db, {
@@ -83,17 +79,17 @@ export async function createDocument(db: Database, caller: EditorCaller, input: 
   return toDocumentView(row);
 }
 
-export async function listDocuments(db: Database, caller: EditorCaller, projectId: string): Promise<DocumentView[]> {
+export async function listDocuments(db: Database, caller: AccessCaller, projectId: string): Promise<DocumentView[]> {
   const project = await requireProject(db, caller, projectId);
   return (await repo.listProjectDocuments(db, project.id)).map(toDocumentView);
 }
 
-export async function getDocument(db: Database, caller: EditorCaller, documentId: string): Promise<DocumentView> {
+export async function getDocument(db: Database, caller: AccessCaller, documentId: string): Promise<DocumentView> {
   return toDocumentView(await requireDocument(db, caller, documentId, 'member'));
 }
 
 /** A draft may hold block types the engine cannot run yet; publishing refuses them. */
-export async function updateDocument(db: Database, caller: EditorCaller, documentId: string, patch: { name?: string; graph?: unknown }): Promise<DocumentView> {
+export async function updateDocument(db: Database, caller: AccessCaller, documentId: string, patch: { name?: string; graph?: unknown }): Promise<DocumentView> {
   const document = await requireDocument(db, caller, documentId, 'member');
   const graph = patch.graph === undefined ? undefined : parseGraph(patch.graph);
   const row = await repo.updateDocument(db, document.id, {
@@ -104,7 +100,7 @@ export async function updateDocument(db: Database, caller: EditorCaller, documen
   return toDocumentView(row);
 }
 
-export async function listDeployments(db: Database, caller: EditorCaller, documentId: string): Promise<DeploymentView[]> {
+export async function listDeployments(db: Database, caller: AccessCaller, documentId: string): Promise<DeploymentView[]> {
   const document = await requireDocument(db, caller, documentId, 'member');
   return (await repo.listActiveDeployments(db, document.id)).map(toDeploymentView);
 }

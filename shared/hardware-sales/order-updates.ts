@@ -11,8 +11,6 @@ import { refusalOf, type OrderStep } from './transitions.js';
 // and answering as spec §7.5 says: the database answers the obvious refusals at once, the saga's
 // validator decides the rest, and a saga that has finished means the order is past that step.
 
-export { findOrderByNo, type OrderRow };
-
 const refusalError = (type: string, message: string) => new AppError(409, type, message);
 
 function refusalFromState(step: OrderStep, order: OrderRow): AppError | null {

@@ -9,8 +9,6 @@ import { findOrderByPaymentNo, findRefundByNo, recordPaymentEvent } from './paym
 // callbacks.ts, chan_b's in chan-b-callback.ts): record it once, tell the order's saga, and note a
 // payment that came after the order expired.
 
-export { findOrderByPaymentNo };
-
 type PaidOrder = NonNullable<Awaited<ReturnType<typeof findOrderByPaymentNo>>>;
 
 /** Signals the order's saga; false when it has finished (Temporal outages propagate: the channel retries). */

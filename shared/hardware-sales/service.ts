@@ -4,7 +4,8 @@ import { AppError } from '../errors.js';
 import { changeOrderAddress, orderNotFound, type AddressChange, type AddressChangeResult } from './address-change.js';
 import { confirmReceiptUpdate, type OrderStepResult } from './messages.js';
 import { orderNoPattern } from './numbers.js';
-import { findOrderByNo, sendOrderStep } from './order-updates.js';
+import { sendOrderStep } from './order-updates.js';
+import { findOrderByNo } from './orders-repository.js';
 import { buyerOrderDetail, lookupOrderView, type LookupView, type OrderDetail, type ViewLang } from './order-views.js';
 import { findUserPhone } from './phone-login/phone-login-repository.js';
 
@@ -21,7 +22,8 @@ export { assertQuoteWithinLimits, quoteOrder } from './quote.js';
 export { payOrder } from './pay.js';
 export { buyerOrderList } from './order-views.js';
 export { deriveFriendCode, listFriendCodeOrders, listMyFriendCodes } from './friend-codes.js';
-export { findOrderByPaymentNo, reportPayment, reportRefund } from './payment-reports.js';
+export { reportPayment, reportRefund } from './payment-reports.js';
+export { findOrderByPaymentNo } from './payment-events-repository.js';
 export { verifyPhoneToken } from './phone-tokens.js';
 export { bindPhone, sendOtp, verifyOtpLogin, type PhoneLoginDeps } from './phone-login/service.js';
 

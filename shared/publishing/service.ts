@@ -2,7 +2,8 @@ import { connectionNotActive, inactiveBindingsOf } from '../connectors/bindings.
 import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import * as documents from '../documents/repository.js';
-import { documentNotFound, parseGraph, requireDocument, toDeploymentView, type DeploymentView, type EditorCaller, type Visibility } from '../documents/service.js';
+import { documentNotFound, type AccessCaller } from '../access/service.js';
+import { parseGraph, requireDocument, toDeploymentView, type DeploymentView, type Visibility } from '../documents/service.js';
 import { deriveApiSchema } from '../documents/graph-schema.js';
 import { compareVersions, nextMinorVersion, parseVersion, versionOfRow } from '../documents/versions.js';
 import { AppError } from '../errors.js';
@@ -19,7 +20,7 @@ import { upsertTriggerOnPublish } from '../webhook-triggers/repository.js';
  * `version` defaults to the next minor after the highest one the document has ever had.
  */
 export async function publishDocument(
-  db: Database, caller: EditorCaller, documentId: string, input: { version?: string; visibility?: Visibility },
+  db: Database, caller: AccessCaller, documentId: string, input: { version?: string; visibility?: Visibility },
 ): Promise<DeploymentView> {
   const requested = input.version === undefined ? null : parseVersion(input.version);
   if (input.version !== undefined && !requested) {

@@ -1,4 +1,5 @@
-import { deploymentNotFound, findLiveRunDeployment, findRunDeployment, type DeploymentRow } from '../documents/deployments.js';
+import { deploymentNotFound, findRunDeployment } from '../documents/deployments.js';
+import { findLiveRunDeployment, type DeploymentRow } from '../documents/deployments-repository.js';
 import { parseVersionRequest, resolveDeploymentVersion } from '../documents/versions.js';
 import type { PrincipalOf } from '../credentials/principal.js';
 import type { Database } from '../db/client.js';

@@ -1,6 +1,6 @@
 import type { AccessCaller } from '../access/service.js';
 import { ADMIN_REQUIRED, requireVisibleDocument } from '../documents/service.js';
-import type { DeploymentRow } from '../documents/deployments.js';
+import type { DeploymentRow } from '../documents/deployments-repository.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { isUuid } from '../ids.js';

@@ -4,7 +4,7 @@ import type { Database } from '../db/client.js';
 import { TemporalCallTimeout } from '../dependency-errors.js';
 import { withTimeout } from '../timeout.js';
 import { workflowSearchAttributes, type WorkflowSearchMeta } from '../../temporal/search-attributes.js';
-import { deleteUnclaimedWorkflowStart, deleteWorkflowStart, insertWorkflowStartRow, unclaimed, workflowStartInsert } from './outbox-repository.js';
+import { deleteUnclaimedWorkflowStart, deleteWorkflowStart, insertWorkflowStartRow, workflowStartInsert } from './outbox-repository.js';
 
 // The transactional outbox of workflow starts: the one way a request starts a workflow (runs,
 // order sagas, hand-triggered schedules, connector dispatch). Writing our rows and asking Temporal
@@ -14,8 +14,6 @@ import { deleteUnclaimedWorkflowStart, deleteWorkflowStart, insertWorkflowStartR
 // (dispatcher.ts) makes it later. Ids are deterministic and starts refuse duplicates, so a start
 // made twice is harmless. A row is deleted once Temporal has the workflow. Its queries are in
 // outbox-repository.ts.
-
-export { unclaimed };
 
 /** What a start sets: the same whether the requester or the dispatcher makes it. */
 export interface WorkflowStart {

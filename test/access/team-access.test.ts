@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
-import { isTeamMember, memberTeamIds, teamRole as memberRole } from '../../shared/access/service.js';
+import { isTeamMember, teamRole as memberRole } from '../../shared/access/service.js';
+import { memberTeamIds } from '../../shared/access/repository.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 

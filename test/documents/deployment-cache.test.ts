@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeploymentCache } from '../../shared/documents/deployment-cache.js';
 import type { Graph } from '../../shared/documents/graph.js';
-import { findRunDeployment, type DeploymentRow } from '../../shared/documents/deployments.js';
+import { findRunDeployment } from '../../shared/documents/deployments.js';
+import { type DeploymentRow } from '../../shared/documents/deployments-repository.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import { createProject } from '../../shared/identity/service.js';
 import { PgListener } from '../../shared/db/listener.js';

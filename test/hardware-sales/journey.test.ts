@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareOrderUpdate, shipOrderUpdate } from '../../shared/hardware-sales/messages.js';
-import { findOrderByNo, sendOrderStep } from '../../shared/hardware-sales/order-updates.js';
+import { sendOrderStep } from '../../shared/hardware-sales/order-updates.js';
+import { findOrderByNo } from '../../shared/hardware-sales/orders-repository.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { startChanAServer, type ChanAServer } from '../harness/chan-a-server.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';

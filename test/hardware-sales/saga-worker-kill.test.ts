@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { prepareOrderUpdate, shipOrderUpdate } from '../../shared/hardware-sales/messages.js';
-import { findOrderByNo, sendOrderStep } from '../../shared/hardware-sales/order-updates.js';
+import { sendOrderStep } from '../../shared/hardware-sales/order-updates.js';
+import { findOrderByNo } from '../../shared/hardware-sales/orders-repository.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { startChanAServer, type ChanAServer } from '../harness/chan-a-server.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';

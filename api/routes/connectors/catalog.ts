@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { listApprovedConnectors, toConnectorView } from '../../../shared/connectors/catalog.js';
+import { toConnectorView } from '../../../shared/connectors/catalog.js';
+import { listApprovedConnectors } from '../../../shared/connectors/catalog-repository.js';
 import type { AppDeps } from '../../deps.js';
 import { connectorError, connectorView, success, tags } from './schemas.js';
 
