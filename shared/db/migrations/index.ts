@@ -20,6 +20,11 @@ import * as connectorPolling from './2026_11_24_0018_connector_polling.js';
 import * as projectGraph from './2026_11_24_0019_project_graph.js';
 import * as graphEmbeddings from './2026_11_24_0020_graph_embeddings.js';
 import * as accessRule from './2026_11_27_0021_access_rule.js';
+import * as billingRelations from './2026_11_27_0022_billing_relations.js';
+import * as dataApiRelations from './2026_11_27_0023_data_api_relations.js';
+import * as dataApiSecurity from './2026_11_27_0024_data_api_security.js';
+import * as oauthAppLifecycle from './2026_11_27_0025_oauth_app_lifecycle.js';
+import * as agentManagement from './2026_11_27_0026_agent_management.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -47,4 +52,9 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0019_project_graph': projectGraph,
   '2026_11_24_0020_graph_embeddings': graphEmbeddings,
   '2026_11_27_0021_access_rule': accessRule,
+  '2026_11_27_0022_billing_relations': billingRelations,
+  '2026_11_27_0023_data_api_relations': dataApiRelations,
+  '2026_11_27_0024_data_api_security': dataApiSecurity,
+  '2026_11_27_0025_oauth_app_lifecycle': oauthAppLifecycle,
+  '2026_11_27_0026_agent_management': agentManagement,
 };
