@@ -17,6 +17,7 @@ export interface UsersTable {
   phone: string | null;
   metadata: ColumnType<Record<string, unknown>, string | undefined, string>;
   is_agent: Defaulted<boolean>;
+  is_platform_admin: Defaulted<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -62,6 +63,9 @@ export interface SiteSettingsTable {
 export interface CreditBalancesTable {
   team_id: string;
   balance_milli: Defaulted<number>;
+  auto_topup_enabled: Defaulted<boolean>;
+  auto_topup_threshold_milli: Defaulted<number>;
+  auto_topup_amount_milli: Defaulted<number>;
   updated_at: Timestamp;
 }
 

@@ -4,9 +4,11 @@ import { sql, type Kysely } from 'kysely';
 // The billing relations the frontend reads through the data API (CONTRACTS.md "Frontend data
 // access"): a team's subscription, the price rules as rows (they were the site setting
 // `billing.rules`; its current value moves here, one row a key), the model providers' token costs,
-// and the auto top-up preferences of a credit balance.
+// and the auto top-up preferences of a credit balance. Also who is a platform administrator
+// (`user set-admin`): they review OAuth apps and manage the price relations.
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  await sql`ALTER TABLE users ADD COLUMN is_platform_admin boolean NOT NULL DEFAULT false`.execute(db);
   await sql`
     CREATE TABLE subscriptions (
       id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -63,4 +65,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`DROP TABLE model_provider_costs`.execute(db);
   await sql`DROP TABLE billing_rules`.execute(db);
   await sql`DROP TABLE subscriptions`.execute(db);
+  await sql`ALTER TABLE users DROP COLUMN is_platform_admin`.execute(db);
 }
