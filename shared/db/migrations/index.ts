@@ -25,6 +25,7 @@ import * as dataApiRelations from './2026_11_27_0023_data_api_relations.js';
 import * as dataApiSecurity from './2026_11_27_0024_data_api_security.js';
 import * as oauthAppLifecycle from './2026_11_27_0025_oauth_app_lifecycle.js';
 import * as agentManagement from './2026_11_27_0026_agent_management.js';
+import * as storageBanners from './2026_11_27_0027_storage_banners.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -57,4 +58,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0024_data_api_security': dataApiSecurity,
   '2026_11_27_0025_oauth_app_lifecycle': oauthAppLifecycle,
   '2026_11_27_0026_agent_management': agentManagement,
+  '2026_11_27_0027_storage_banners': storageBanners,
 };
