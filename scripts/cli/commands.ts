@@ -27,6 +27,7 @@ import { deviceCommands } from './device-commands.js';
 import { priceCommands } from './price-commands.js';
 import { connectorCommands } from './connector-commands.js';
 import { graphCommands } from './graph-commands.js';
+import { dataApiCommands } from './data-api-commands.js';
 
 export type { CliContext, Command } from './command.js';
 
@@ -50,6 +51,7 @@ export const commands: Record<string, Command> = {
   ...priceCommands,
   ...connectorCommands,
   ...graphCommands,
+  ...dataApiCommands,
 
   'user create': async (flags, ctx) => {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });
