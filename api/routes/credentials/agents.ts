@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { agentDescriptionSchema, agentNameSchema, avatarUrlSchema, permissionsSchema } from '../../../shared/credentials/agents/schemas.js';
 import {
-  createAgent, issueAgentToken, listTeamAgents, requireTeamAdmin, revokeTeamAgentToken,
+  createAgent, deleteTeamAgent, issueAgentToken, listTeamAgents, listTeamBindings, requireTeamAdmin, revokeTeamAgentToken,
+  updateTeamAgent, updateTeamBinding,
 } from '../../../shared/credentials/agents/service.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -19,12 +20,27 @@ const agent = z.object({
   createdBy: z.string().nullable(),
   createdAt: z.string(),
 });
+const binding = z.object({
+  id: z.string(),
+  agentId: z.string(),
+  agentUserId: z.string(),
+  agentName: z.string(),
+  ownerUserId: z.string().describe('who issued the token'),
+  ownerDisplayName: z.string().nullable(),
+  canSend: z.boolean().describe('the agent may send on this binding'),
+  canReceive: z.boolean().describe('the agent receives on this binding (its owner may send to it)'),
+  active: z.boolean().describe('false once the token is revoked (the binding is kept)'),
+  createdAt: z.string(),
+  revokedAt: z.string().nullable(),
+});
+const atLeastOne = (body: object) => Object.keys(body).length > 0;
 // Ids are checked by the service: one that is not a UUID is a 404 like any other unknown id.
 const teamParams = z.object({ teamId: z.string() });
 
 /**
- * Agent management for team owners and admins (docs/agents.md): create and list agents, issue
- * tokens, revoke them from the team side. Signed-in people only (access row `teamAdmin`).
+ * Agent management for team owners and admins (docs/agents.md): create, list, update and delete
+ * agents, issue tokens, revoke them from the team side, list the team's bindings and set their
+ * switches. Signed-in people only (access row `teamAdmin`); a plain member gets 403.
  */
 export const agentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   app.post('/teams/:teamId/agents', {
@@ -94,5 +110,70 @@ export const agentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => 
     const { userId } = principalOf(request, 'jwt');
     await requireTeamAdmin(deps.db, request.params.teamId, userId);
     return revokeTeamAgentToken(deps.db, { teamId: request.params.teamId, bindingId: request.params.bindingId });
+  });
+
+  app.patch('/teams/:teamId/agents/:agentId', {
+    config: { access: 'teamAdmin' },
+    schema: {
+      tags: ['agents'],
+      summary: 'Update an agent: name, description, avatar, permission group (only the fields given)',
+      params: z.object({ teamId: z.string(), agentId: z.string() }),
+      body: z.object({
+        name: agentNameSchema.optional(),
+        description: agentDescriptionSchema.nullable().optional(),
+        avatarUrl: avatarUrlSchema.nullable().optional(),
+        permissions: permissionsSchema.optional().describe('replaces the whole permission group'),
+      }).strict().refine(atLeastOne, 'expected at least one of name, description, avatarUrl, permissions'),
+      response: { 200: z.object({ agent }), 403: error, 404: error },
+    },
+  }, async (request) => {
+    const { userId } = principalOf(request, 'jwt');
+    await requireTeamAdmin(deps.db, request.params.teamId, userId);
+    return { agent: await updateTeamAgent(deps.db, { teamId: request.params.teamId, agentId: request.params.agentId, changes: request.body }) };
+  });
+
+  app.delete('/teams/:teamId/agents/:agentId', {
+    config: { access: 'teamAdmin' },
+    schema: {
+      tags: ['agents'],
+      summary: 'Delete an agent (soft): every token of it stops at once and its bindings end',
+      params: z.object({ teamId: z.string(), agentId: z.string() }),
+      response: { 200: z.object({ success: z.literal(true), revokedBindings: z.number().int() }), 403: error, 404: error },
+    },
+  }, async (request) => {
+    const { userId } = principalOf(request, 'jwt');
+    await requireTeamAdmin(deps.db, request.params.teamId, userId);
+    return deleteTeamAgent(deps.db, { teamId: request.params.teamId, agentId: request.params.agentId });
+  });
+
+  app.get('/teams/:teamId/agents/bindings', {
+    config: { access: 'teamAdmin' },
+    schema: {
+      tags: ['agents'],
+      summary: "The team's agent bindings (whoever issued them; revoked ones included, removed ones not), newest first",
+      params: teamParams,
+      querystring: z.object({ agentId: z.string().optional().describe("only this agent's bindings (404 if the team has no such agent)") }).strict(),
+      response: { 200: z.object({ bindings: z.array(binding) }), 403: error, 404: error },
+    },
+  }, async (request) => {
+    const { userId } = principalOf(request, 'jwt');
+    await requireTeamAdmin(deps.db, request.params.teamId, userId);
+    return { bindings: await listTeamBindings(deps.db, { teamId: request.params.teamId, agentId: request.query.agentId }) };
+  });
+
+  app.patch('/teams/:teamId/agents/bindings/:bindingId', {
+    config: { access: 'teamAdmin' },
+    schema: {
+      tags: ['agents'],
+      summary: "Set a binding's two-way switches (can_send, can_receive)",
+      params: z.object({ teamId: z.string(), bindingId: z.string() }),
+      body: z.object({ canSend: z.boolean().optional(), canReceive: z.boolean().optional() })
+        .strict().refine(atLeastOne, 'expected canSend or canReceive'),
+      response: { 200: z.object({ binding }), 403: error, 404: error },
+    },
+  }, async (request) => {
+    const { userId } = principalOf(request, 'jwt');
+    await requireTeamAdmin(deps.db, request.params.teamId, userId);
+    return { binding: await updateTeamBinding(deps.db, { teamId: request.params.teamId, bindingId: request.params.bindingId, ...request.body }) };
   });
 };

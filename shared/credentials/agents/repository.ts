@@ -70,3 +70,61 @@ export const listBindingsOfAgentUser = (db: Database, agentUserId: string) =>
     .where('b.deleted_at', 'is', null)
     .orderBy('b.created_at', 'desc').orderBy('b.id', 'desc')
     .execute();
+
+/** The agent, live, locked for the rest of the transaction (rename and delete serialize on it). */
+export const lockActiveAgent = (db: Database, agentId: string) =>
+  db.selectFrom('agents').selectAll().where('id', '=', agentId).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
+
+export const updateAgent = (
+  db: Database,
+  agentId: string,
+  changes: { name?: string; description?: string | null; avatar_url?: string | null; permissions?: string[] },
+) => db.updateTable('agents').set(changes).where('id', '=', agentId).returningAll().executeTakeFirstOrThrow();
+
+/** The virtual user shows the agent's name and avatar (§2.7's owner side, `GET /my` as the agent). */
+export const updateAgentUserProfile = (db: Database, userId: string, profile: { name: string; avatarUrl: string | null }) =>
+  db.updateTable('users')
+    .set({
+      name: profile.name,
+      updated_at: sql<Date>`now()`,
+      metadata: sql`coalesce(metadata, '{}'::jsonb) || jsonb_build_object('display_name', ${profile.name}::text, 'avatar_url', ${profile.avatarUrl}::text)`,
+    })
+    .where('id', '=', userId)
+    .executeTakeFirst();
+
+export const softDeleteAgent = (db: Database, agentId: string) =>
+  db.updateTable('agents').set({ deleted_at: sql<Date>`now()` }).where('id', '=', agentId).where('deleted_at', 'is', null).executeTakeFirst();
+
+/** Ends every binding of the agent: token gone (hash null), revoked and soft-deleted, all in one statement. */
+export const endBindingsOfAgent = (db: Database, agentId: string) =>
+  db.updateTable('agent_bindings')
+    .set({ token_hash: null, revoked_at: sql<Date>`coalesce(revoked_at, now())`, deleted_at: sql<Date>`now()` })
+    .where('agent_id', '=', agentId).where('deleted_at', 'is', null)
+    .executeTakeFirst();
+
+/** The team's bindings that are not deleted (revoked ones included), with their agent and owner. */
+const teamBindings = (db: Database, teamId: string) =>
+  db.selectFrom('agent_bindings as b')
+    .innerJoin('agents as a', 'a.id', 'b.agent_id')
+    .innerJoin('users as o', 'o.id', 'b.owner_user_id')
+    .select([
+      'b.id', 'b.agent_id', 'b.agent_user_id', 'a.name as agent_name', 'b.owner_user_id',
+      sql<string | null>`coalesce(o.metadata->>'display_name', o.name)`.as('owner_display_name'),
+      'b.can_send', 'b.can_receive', 'b.created_at', 'b.revoked_at',
+    ])
+    .where('b.team_id', '=', teamId)
+    .where('b.deleted_at', 'is', null)
+    .where('a.deleted_at', 'is', null);
+
+/** Newest first; optionally one agent's. */
+export const listBindingsOfTeam = (db: Database, teamId: string, agentId?: string) => {
+  const query = teamBindings(db, teamId);
+  return (agentId === undefined ? query : query.where('b.agent_id', '=', agentId))
+    .orderBy('b.created_at', 'desc').orderBy('b.id', 'desc').execute();
+};
+
+export const findBindingOfTeam = (db: Database, teamId: string, bindingId: string) =>
+  teamBindings(db, teamId).where('b.id', '=', bindingId).executeTakeFirst();
+
+export const updateBindingSwitches = (db: Database, bindingId: string, switches: { can_send?: boolean; can_receive?: boolean }) =>
+  db.updateTable('agent_bindings').set(switches).where('id', '=', bindingId).executeTakeFirstOrThrow();

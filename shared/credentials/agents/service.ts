@@ -166,3 +166,116 @@ export async function listAgentBindingsAsAgent(db: Database, agentUserId: string
     can_send: row.can_send, can_receive: row.can_receive, created_at: row.created_at.toISOString(),
   }));
 }
+
+/** The team's live agent, else 404 `Agent not found` (a missing, deleted, non-UUID or other team's id alike). */
+async function lockTeamAgent(trx: Database, teamId: string, agentId: string) {
+  const agent = isUuid(agentId) ? await repo.lockActiveAgent(trx, agentId) : undefined;
+  if (!agent || agent.team_id !== teamId) throw agentErrors.agentNotFound();
+  return agent;
+}
+
+export interface AgentChanges {
+  name?: string;
+  description?: string | null;
+  avatarUrl?: string | null;
+  permissions?: string[];
+}
+
+/**
+ * PATCH /teams/:teamId/agents/:agentId (the caller is already a team admin): only the fields
+ * given change. The virtual user keeps the agent's name and avatar, so what its bindings show
+ * (§2.6, §2.7) and what `GET /my` says as the agent follow the rename. A new permission group
+ * applies to the agent's tokens from their next request (the authenticator reads it each time).
+ */
+export async function updateTeamAgent(db: Database, input: { teamId: string; agentId: string; changes: AgentChanges }): Promise<AgentView> {
+  return db.transaction().execute(async (trx) => {
+    const agent = await lockTeamAgent(trx, input.teamId, input.agentId);
+    const { name, description, avatarUrl, permissions } = input.changes;
+    const changes = {
+      ...(name !== undefined && { name }),
+      ...(description !== undefined && { description }),
+      ...(avatarUrl !== undefined && { avatar_url: avatarUrl }),
+      ...(permissions !== undefined && { permissions }),
+    };
+    if (Object.keys(changes).length === 0) return toView(agent);
+    const row = await repo.updateAgent(trx, agent.id, changes);
+    if (name !== undefined || avatarUrl !== undefined) {
+      await repo.updateAgentUserProfile(trx, row.user_id, { name: row.name, avatarUrl: row.avatar_url });
+    }
+    return toView(row);
+  });
+}
+
+/**
+ * DELETE /teams/:teamId/agents/:agentId: the agent is soft-deleted and every one of its bindings
+ * ends in the same transaction (hash null, revoked, soft-deleted), so none of its tokens works on
+ * the next request (the authenticator has no cache). The virtual user stays: runs and messages
+ * keep naming it. A second delete is a 404, like any id that names no live agent.
+ */
+export async function deleteTeamAgent(db: Database, input: { teamId: string; agentId: string }): Promise<{ success: true; revokedBindings: number }> {
+  return db.transaction().execute(async (trx) => {
+    const agent = await lockTeamAgent(trx, input.teamId, input.agentId);
+    const ended = await repo.endBindingsOfAgent(trx, agent.id);
+    await repo.softDeleteAgent(trx, agent.id);
+    return { success: true, revokedBindings: Number(ended.numUpdatedRows) } as const;
+  });
+}
+
+export interface TeamBindingView {
+  id: string;
+  agentId: string;
+  agentUserId: string;
+  agentName: string;
+  ownerUserId: string;
+  ownerDisplayName: string | null;
+  canSend: boolean;
+  canReceive: boolean;
+  /** false once revoked: the binding is kept (spec §3.4) but its token no longer works. */
+  active: boolean;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+const toBindingView = (row: NonNullable<Awaited<ReturnType<typeof repo.findBindingOfTeam>>>): TeamBindingView => ({
+  id: row.id, agentId: row.agent_id, agentUserId: row.agent_user_id, agentName: row.agent_name,
+  ownerUserId: row.owner_user_id, ownerDisplayName: row.owner_display_name, canSend: row.can_send, canReceive: row.can_receive,
+  active: row.revoked_at === null, createdAt: row.created_at.toISOString(), revokedAt: row.revoked_at?.toISOString() ?? null,
+});
+
+/**
+ * GET /teams/:teamId/agents/bindings: the team's bindings, whoever issued them, revoked ones
+ * included (not removed ones). With `agentId`, that agent's only; an agent id the team does not
+ * have is a 404, not an empty list.
+ */
+export async function listTeamBindings(db: Database, input: { teamId: string; agentId?: string }): Promise<TeamBindingView[]> {
+  if (input.agentId !== undefined) {
+    const agent = isUuid(input.agentId) ? await repo.findActiveAgent(db, input.agentId) : undefined;
+    if (!agent || agent.team_id !== input.teamId) throw agentErrors.agentNotFound();
+  }
+  return (await repo.listBindingsOfTeam(db, input.teamId, input.agentId)).map(toBindingView);
+}
+
+/**
+ * PATCH /teams/:teamId/agents/bindings/:bindingId: the two-way switches of §2.6 (`can_send`: the
+ * agent may send on the binding, `can_receive`: it receives). A binding that is removed, missing
+ * or of another team is a 404 `Agent binding not found`; a revoked one can still be switched.
+ */
+export async function updateTeamBinding(
+  db: Database,
+  input: { teamId: string; bindingId: string; canSend?: boolean; canReceive?: boolean },
+): Promise<TeamBindingView> {
+  if (!isUuid(input.bindingId)) throw agentErrors.bindingNotFound();
+  return db.transaction().execute(async (trx) => {
+    const binding = await repo.lockBinding(trx, input.bindingId);
+    if (!binding || binding.deleted_at || binding.team_id !== input.teamId) throw agentErrors.bindingNotFound();
+    if (input.canSend !== undefined || input.canReceive !== undefined) {
+      await repo.updateBindingSwitches(trx, binding.id, {
+        ...(input.canSend !== undefined && { can_send: input.canSend }),
+        ...(input.canReceive !== undefined && { can_receive: input.canReceive }),
+      });
+    }
+    const row = await repo.findBindingOfTeam(trx, input.teamId, binding.id);
+    if (!row) throw agentErrors.bindingNotFound();
+    return toBindingView(row);
+  });
+}
