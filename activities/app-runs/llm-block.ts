@@ -16,6 +16,7 @@ import type { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { LlmProviderNotConfiguredError, resolveRunLlmProvider } from '../../shared/llm-providers/service.js';
 import { SealedSecretError, type SecretKeyRing } from '../../shared/secrets/key-ring.js';
 import { chargeLlmTokens } from '../../shared/billing/llm-charges.js';
+import { currentBillingRules } from '../../shared/billing/billing-rules.js';
 import { llmTokenCostMilli } from '../../shared/billing/pricing.js';
 import { countTokens } from '../../shared/llm-providers/tokens.js';
 import { resolveSiteSetting } from '../../shared/site-settings/schemas.js';
@@ -183,7 +184,7 @@ export function createLlmBlockActivities(deps: LlmBlockDeps) {
   async function chargeTokens(input: LlmBlockRequest, result: LlmBlockResult, context: Context | undefined, parts: ChatContentPart[]): Promise<void> {
     const reported = result.usage && isUsableUsage(result.usage) ? result.usage : null;
     const usage = reported ?? countUsage(input, result.text, parts);
-    const rules = deps.settings ? await deps.settings.get('billing.rules') : resolveSiteSetting('billing.rules', undefined);
+    const rules = deps.settings ? await currentBillingRules({ db, settings: deps.settings }) : resolveSiteSetting('billing.rules', undefined);
     const costMilli = llmTokenCostMilli(rules, input.model, usage);
     const { charged } = await chargeLlmTokens(db, { runId: input.runId, blockId: input.blockId, model: input.model, usage, costMilli });
     context?.log.info('llm block tokens priced', {

@@ -2,6 +2,7 @@ import { assertWithinCreditLimit } from '../credentials/api-keys.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
+import { currentBillingRules } from '../billing/billing-rules.js';
 import { runBaseCostMilli } from '../billing/pricing.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import type { WorkflowStart } from '../workflow-starts/outbox.js';
@@ -166,10 +167,10 @@ export async function admitRun(
   const runId = newId();
   const inputs = withTrigger(given, triggerOf(caller), new Date());
   const row: ChargedRunRow = {
-    runId, deploymentId: deployment.id, documentId: deployment.document_id, teamId: payingTeamOf(deployment, caller),
+    runId, deploymentId: deployment.id, documentId: deployment.document_id, projectId: deployment.project_id, teamId: payingTeamOf(deployment, caller),
     triggerSource: triggerSourceOf(caller), apiKeyId: apiKey?.apiKeyId ?? null, userId: userIdOf(caller), inputs, timeoutSeconds,
   };
-  const costMilli = runBaseCostMilli(await settings.get('billing.rules'));
+  const costMilli = runBaseCostMilli(await currentBillingRules(deps));
   const plan = planForRun.inline(graph, deployment.document_id, inputs);
   const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, finishBySink: true, ...(plan ? { plan } : {}) };
   const search = searchMetaOf(row, deployment);

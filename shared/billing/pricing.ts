@@ -4,8 +4,9 @@ import type { SiteSettingValue } from '../site-settings/schemas.js';
 /**
  * What a run costs, in milli-credits (1000 = 1 credit): a base price charged when the run is
  * created, plus a per-token price for each `llm` block, charged after the block completes
- * (docs/billing.md). The prices come from the site setting `billing.rules`; these functions are
- * pure so callers decide where the rules are read.
+ * (docs/billing.md). The prices are the live rows of `billing_rules` (billing-rules.ts), in the
+ * shape of the former site setting `billing.rules`; these functions are pure so callers decide
+ * where the rules are read.
  */
 export type BillingRules = SiteSettingValue<'billing.rules'>;
 

@@ -128,7 +128,8 @@ export interface AgentBindingsTable {
   deleted_at: NullableTimestamp;
 }
 
-export type OAuthReviewStatus = 'private' | 'approved';
+/** `private`: only its author may authorize it until reviewed; `rejected`: nobody may (migration 0025). */
+export type OAuthReviewStatus = 'private' | 'approved' | 'rejected';
 export type OAuthPlatform = 'web' | 'desktop' | 'mobile';
 
 export interface OAuthAppsTable {
@@ -140,6 +141,11 @@ export interface OAuthAppsTable {
   created_at: Timestamp;
   disabled_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
+  /** An official app: only platform administrators may edit or delete it (migration 0025). */
+  reserved: Defaulted<boolean>;
+  reviewed_at: NullableTimestamp;
+  reviewed_by: string | null;
+  review_note: string | null;
 }
 
 export interface OAuthClientsTable {
@@ -876,6 +882,55 @@ export interface GraphFactContributionsTable {
   contribution: string;
 }
 
+// Billing relations of the data API (migration 0022) and its storage objects (migration 0027).
+export type SubscriptionStatus = 'active' | 'canceled' | 'past_due';
+
+export interface SubscriptionsTable {
+  id: Generated<string>;
+  team_id: string;
+  plan_code: string;
+  status: Defaulted<SubscriptionStatus>;
+  current_period_start: Timestamp;
+  current_period_end: Timestamp;
+  cancel_at_period_end: Defaulted<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface BillingRulesTable {
+  id: Generated<string>;
+  rule_key: string;
+  value: Json;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+/** numeric columns arrive as strings (pg keeps their precision). */
+export interface ModelProviderCostsTable {
+  id: Generated<string>;
+  provider: string;
+  model: string;
+  input_cost_per_mtok: ColumnType<string, string | number, string | number>;
+  output_cost_per_mtok: ColumnType<string, string | number, string | number>;
+  currency: Defaulted<string>;
+  updated_at: Timestamp;
+}
+
+export interface StorageObjectsTable {
+  id: string;
+  bucket_id: string;
+  name: string;
+  owner_id: string;
+  storage_key: string;
+  content_type: string;
+  cache_control: string;
+  size: number;
+  sha256: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface DB {
   users: UsersTable;
   teams: TeamsTable;
@@ -942,6 +997,10 @@ export interface DB {
   connector_poll_cursors: ConnectorPollCursorsTable;
   connector_events: ConnectorEventsTable;
   connector_dispatches: ConnectorDispatchesTable;
+  subscriptions: SubscriptionsTable;
+  billing_rules: BillingRulesTable;
+  model_provider_costs: ModelProviderCostsTable;
+  storage_objects: StorageObjectsTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -3,7 +3,7 @@ import { countTokens as o200kTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/documents/graph.js';
 import { chargeLlmTokens } from '../../shared/billing/llm-charges.js';
-import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
+import { currentBillingRules, replaceBillingRules } from '../../shared/billing/billing-rules.js';
 import { startFakeLlm, type FakeLlm } from '../app-runs/llm-server.js';
 import { publishDirect } from '../harness/apps.js';
 import { credentialFactory } from '../harness/credentials.js';
@@ -92,11 +92,12 @@ describe('per-token charges of llm blocks', () => {
 
   it('a model listed in billing.rules is charged its own rate; other models the default', async () => {
     const who = await tenant();
-    // Set as `cli settings set` does, then dropped from the shared cache (the worker reads the same one).
-    await upsertSiteSetting(stack.db, 'billing.rules', { llmModelPer1kTokensMilli: { 'priced-model': 300 } });
+    // Set as `cli settings set` does (rows of billing_rules), then dropped from the shared cache at
+    // once rather than when the NOTIFY arrives (the worker reads the same one).
+    await replaceBillingRules(stack.db, { llmModelPer1kTokensMilli: { 'priced-model': 300 } });
     stack.deps.settings.invalidate('billing.rules');
     try {
-      expect((await stack.deps.settings.get('billing.rules')).llmModelPer1kTokensMilli).toEqual({ 'priced-model': 300 });
+      expect((await currentBillingRules(stack.deps)).llmModelPer1kTokensMilli).toEqual({ 'priced-model': 300 });
       const graph: Graph = {
         blocks: [
           { id: 'q', type: 'input', name: 'q', config: { valueType: 'string', required: true } },
@@ -119,14 +120,14 @@ describe('per-token charges of llm blocks', () => {
       expect(await balance(who.teamId)).toBe(START - BASE - bigCost - smallCost);
       expect(await keyUsage(who.apiKeyId)).toBe(BASE + bigCost + smallCost);
     } finally {
-      await stack.db.deleteFrom('site_settings').where('key', '=', 'billing.rules').execute();
+      await replaceBillingRules(stack.db, {});
       stack.deps.settings.invalidate('billing.rules');
     }
   });
 
   it('billing.rules.runBaseMilli is what a run costs when it is created', async () => {
     const who = await tenant();
-    await upsertSiteSetting(stack.db, 'billing.rules', { runBaseMilli: 37 });
+    await replaceBillingRules(stack.db, { runBaseMilli: 37 });
     stack.deps.settings.invalidate('billing.rules');
     try {
       const graph: Graph = { blocks: [{ id: 'o', type: 'output', name: 'o', config: { value: 'plain' } }], edges: [] };
@@ -135,7 +136,7 @@ describe('per-token charges of llm blocks', () => {
       expect(await balance(who.teamId)).toBe(START - 37);
       expect(await keyUsage(who.apiKeyId)).toBe(37);
     } finally {
-      await stack.db.deleteFrom('site_settings').where('key', '=', 'billing.rules').execute();
+      await replaceBillingRules(stack.db, {});
       stack.deps.settings.invalidate('billing.rules');
     }
   });
