@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { grantCredits } from '../../shared/billing/service.js';
+import { openSubscription } from '../../shared/billing/subscriptions.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { findUserById } from '../../shared/identity/repository.js';
 import { displayNameSchema, emailSchema, phoneSchema, planCodeSchema, teamRoleSchema } from '../../shared/identity/schemas.js';
@@ -61,7 +62,8 @@ export const commands: Record<string, Command> = {
 
   'team create': async (flags, ctx) => {
     const f = readFlags(flags, { owner: uuidFlag, name: displayNameSchema, plan: planCodeSchema.optional() });
-    const team = await createTeam(ctx.db(), { ownerId: f.owner, name: f.name, plan: f.plan });
+    // A paid plan comes with an active subscription to it (CONTRACTS.md "Frontend data access").
+    const team = await createTeam(ctx.db(), { ownerId: f.owner, name: f.name, plan: f.plan }, openSubscription);
     return { id: team.id, slug: team.slug, name: team.name, planCode: team.plan_code };
   },
 
@@ -96,6 +98,14 @@ export const commands: Record<string, Command> = {
       // Refused, not stored: readers would silently use the defaults instead (an operator who set a
       // 2-second code lifetime would get 300 s and never know).
       resolveSiteSetting(f.key, f.value, (key, reason) => { throw new CliError('invalid_value', `Invalid --value for ${key}: ${reason}`); });
+    }
+    if (f.key === 'billing.rules') {
+      // The prices are rows of billing_rules now (docs/billing.md "Price rules"): the value becomes them.
+      const { BillingRuleError, replaceBillingRules } = await import('../../shared/billing/billing-rules.js');
+      const effective = await replaceBillingRules(ctx.db(), f.value).catch((error: unknown) => {
+        throw error instanceof BillingRuleError ? new CliError('invalid_value', `Invalid --value for billing.rules: ${error.message}`) : error;
+      });
+      return { key: f.key, value: f.value, table: 'billing_rules', effective };
     }
     await upsertSiteSetting(ctx.db(), f.key, f.value);
     return { key: f.key, value: f.value };

@@ -3,6 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from '../../shared/db/client.js';
 import { grantCredits } from '../../shared/billing/service.js';
+import { openSubscription } from '../../shared/billing/subscriptions.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { findLiveApiKeyByHash } from '../../shared/credentials/repository.js';
 import { sha256Hex } from '../../shared/crypto.js';
@@ -28,7 +29,7 @@ export async function seedDemoTenant(db: Database, dataDir: string): Promise<Dem
   let team = await db.selectFrom('teams').select('id').where('owner_id', '=', user.id).where('name', '=', DEMO_TEAM)
     .where('deleted_at', 'is', null).executeTakeFirst();
   if (!team) {
-    team = await createTeam(db, { ownerId: user.id, name: DEMO_TEAM, plan: 'pro' });
+    team = await createTeam(db, { ownerId: user.id, name: DEMO_TEAM, plan: 'pro' }, openSubscription);
     await grantCredits(db, { teamId: team.id, amountMilli: DEMO_CREDITS_MILLI, reason: 'demo_seed', reference: 'demo-seed' });
   }
   const project = (await db.selectFrom('projects').select('id').where('team_id', '=', team.id).where('slug', '=', 'demo-project').executeTakeFirst())

@@ -14,12 +14,21 @@ export async function createUser(db: Database, input: { email: string; name?: st
 }
 
 /** Team and owner membership, all or nothing; the team's empty credit balance comes with it (a trigger, migration 0021). */
-export async function createTeam(db: Database, input: { ownerId: string; name: string; plan?: PlanCode }) {
+/**
+ * `withTeam` runs in the same transaction once the team exists: what higher floors attach to a new
+ * team (billing's subscription for a paid plan) commits with it or not at all.
+ */
+export async function createTeam(
+  db: Database,
+  input: { ownerId: string; name: string; plan?: PlanCode },
+  withTeam?: (trx: Database, team: Awaited<ReturnType<typeof repo.insertTeam>>) => Promise<unknown>,
+) {
   return db.transaction().execute(async (trx) => {
     if (!(await repo.findUserById(trx, input.ownerId))) throw notFound(`User ${input.ownerId}`);
     const slug = `${slugify(input.name)}-${randomBytes(3).toString('hex')}`;
     const team = await repo.insertTeam(trx, { id: newId(), slug, name: input.name, owner_id: input.ownerId, plan_code: input.plan ?? 'free' });
     await repo.upsertTeamMember(trx, { team_id: team.id, user_id: input.ownerId, role: 'owner' });
+    await withTeam?.(trx, team);
     return team;
   });
 }
