@@ -14,7 +14,7 @@ import { workflowIds } from '../../temporal/workflow-ids.js';
 import { agentCommands } from './agent-commands.js';
 import type { Command } from './command.js';
 import { documentCommands } from './document-commands.js';
-import { CliError, jsonFlag, positiveIntFlag, readFlags, uuidFlag } from './flags.js';
+import { CliError, jsonFlag, positiveIntFlag, readFlags, switchFlag, uuidFlag } from './flags.js';
 import { oauthCommands } from './oauth-commands.js';
 import { releaseCommands } from './release-commands.js';
 import { hardwareSalesCommands } from './hardware-sales-commands.js';
@@ -58,6 +58,13 @@ export const commands: Record<string, Command> = {
     const f = readFlags(flags, { email: emailSchema, name: displayNameSchema.optional(), phone: phoneSchema.optional() });
     const user = await createUser(ctx.db(), f);
     return { id: user.id, email: user.email };
+  },
+
+  // Platform administrators review OAuth apps and manage the official ones (docs/oauth.md).
+  'user set-admin': async (flags, ctx) => {
+    const f = readFlags(flags, { user: uuidFlag, admin: switchFlag });
+    const { setPlatformAdmin } = await import('../../shared/credentials/oauth/app-management.js');
+    return setPlatformAdmin(ctx.db(), f.user, f.admin);
   },
 
   'team create': async (flags, ctx) => {

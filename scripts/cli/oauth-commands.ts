@@ -8,12 +8,16 @@ import { positiveIntFlag, readFlags, uuidFlag } from './flags.js';
 
 const scopesFlag = z.string().transform((value) => parseScope(value)).pipe(z.array(z.string()).min(1, 'expected at least one scope'));
 
-/** OAuth operator commands (CONTRACTS.md). Apps made here are operator-managed, so they are created approved. */
+/**
+ * OAuth operator commands (CONTRACTS.md). Apps made here are the reserved official apps spec §5.2
+ * says administrators manage: created approved and `reserved` (over HTTP only platform
+ * administrators may edit or delete them).
+ */
 export const oauthCommands: Record<string, Command> = {
   'oauth-app create': async (flags, ctx) => {
     const f = readFlags(flags, { owner: uuidFlag, name: displayNameSchema, 'redirect-uri': z.string().min(1), scopes: scopesFlag.optional() });
     return createOAuthApp(ctx.db(), {
-      ownerId: f.owner, name: f.name, reviewStatus: 'approved',
+      ownerId: f.owner, name: f.name, reviewStatus: 'approved', reserved: true,
       client: { platform: 'web', redirectUris: [f['redirect-uri']], scopes: f.scopes ?? ['profile:read'] },
     });
   },

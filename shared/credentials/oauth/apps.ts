@@ -11,7 +11,8 @@ import { isKnownScope, redirectUriProblem } from './rules.js';
 
 export interface NewClient { platform: OAuthPlatform; redirectUris: string[]; scopes: string[] }
 
-function checkClient(client: NewClient): void {
+/** A client's redirect URIs and scopes are ones it may register (400 otherwise). */
+export function checkClient(client: NewClient): void {
   if (client.redirectUris.length === 0) throw new AppError(400, 'invalid_request', 'At least one redirect URI is required');
   for (const uri of client.redirectUris) {
     const problem = redirectUriProblem(uri, client.platform);
@@ -27,12 +28,15 @@ export function requireKnownScopes(scopes: readonly string[]): void {
   if (unknown.length) throw new AppError(400, 'invalid_scope', `Unknown scope(s): ${unknown.join(', ')}`);
 }
 
-const newClientId = () => `wfc-${randomBase64Url(18)}`;
+export const newClientId = () => `wfc-${randomBase64Url(18)}`;
 
-/** An app owned by a user with its first client. Apps are private to their author until approved. */
+/**
+ * An app owned by a user with its first client. Apps are private to their author until approved;
+ * `reserved` marks an official app only platform administrators may edit or delete.
+ */
 export async function createOAuthApp(
   db: Database,
-  input: { ownerId: string; name: string; logoUrl?: string | null; reviewStatus?: 'private' | 'approved'; client: NewClient },
+  input: { ownerId: string; name: string; logoUrl?: string | null; reviewStatus?: 'private' | 'approved'; reserved?: boolean; client: NewClient },
 ): Promise<{ appId: string; clientId: string }> {
   const name = input.name.trim();
   if (!name || name.length > 100) throw new AppError(400, 'invalid_request', 'App name must be 1 to 100 characters');
@@ -41,6 +45,7 @@ export async function createOAuthApp(
     if (!(await findUserById(trx, input.ownerId))) throw notFound(`User ${input.ownerId}`);
     const app = await repo.insertApp(trx, {
       id: newId(), owner_id: input.ownerId, name, logo_url: input.logoUrl ?? null, review_status: input.reviewStatus ?? 'private',
+      reserved: input.reserved ?? false,
     });
     const client = await repo.insertClient(trx, {
       id: newId(), app_id: app.id, client_id: newClientId(), platform: input.client.platform,

@@ -32,6 +32,7 @@ export async function checkAuthorizeRequest(db: Database, query: Partial<Record<
   const state = query.state ?? '';
   const fail = (error: string, description: string): AuthorizeCheck => ({ outcome: 'redirect', redirectUri, state, error, description });
   if (client.disabled_at) return fail('access_denied', 'This app has been disabled');
+  if (client.review_status === 'rejected') return fail('access_denied', 'This app was rejected in review');
   if (query.response_type !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported');
   if (!query.code_challenge) return fail('invalid_request', 'code_challenge is required (PKCE)');
   if (query.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');

@@ -40,9 +40,24 @@ export const insertGrant = (db: Database, grant: Insertable<OAuthGrantsTable>) =
 export const insertCode = (db: Database, code: Insertable<OAuthCodesTable>) =>
   db.insertInto('oauth_codes').values(code).execute();
 
+/**
+ * Share-locks the app first, so an exchange or refresh and the app's delete, offline or rejection
+ * (which take the app's row lock before revoking every token) serialise in one order: either the
+ * tokens are issued first and then revoked, or the exchange sees the app retired. Without it a
+ * refresh in flight could insert tokens the revocation's snapshot never sees.
+ */
+const shareLockAppOf = (db: Database, appIdOf: 'code' | 'token', hash: string) =>
+  db.selectFrom('oauth_apps').select('id')
+    .where('id', '=', appIdOf === 'token'
+      ? db.selectFrom('oauth_tokens').select('app_id').where('token_hash', '=', hash)
+      : db.selectFrom('oauth_codes as o').innerJoin('oauth_grants as g', 'g.id', 'o.grant_id').select('g.app_id').where('o.code_hash', '=', hash))
+    .forShare()
+    .execute();
+
 /** A code with its grant and app state, locked so that two exchanges of one code serialise. */
-export const lockCode = (db: Database, codeHash: string) =>
-  db.selectFrom('oauth_codes as o')
+export async function lockCode(db: Database, codeHash: string) {
+  await shareLockAppOf(db, 'code', codeHash);
+  return db.selectFrom('oauth_codes as o')
     .innerJoin('oauth_grants as g', 'g.id', 'o.grant_id')
     .innerJoin('oauth_apps as a', 'a.id', 'g.app_id')
     .select(['o.code_hash', 'o.grant_id', 'o.redirect_uri', 'o.code_challenge', 'o.expires_at', 'o.used_at',
@@ -50,6 +65,7 @@ export const lockCode = (db: Database, codeHash: string) =>
     .where('o.code_hash', '=', codeHash)
     .forUpdate('o')
     .executeTakeFirst();
+}
 
 export const markCodeUsed = (db: Database, codeHash: string) =>
   db.updateTable('oauth_codes').set({ used_at: new Date() }).where('code_hash', '=', codeHash).execute();
@@ -57,8 +73,12 @@ export const markCodeUsed = (db: Database, codeHash: string) =>
 export const insertTokens = (db: Database, tokens: Insertable<OAuthTokensTable>[]) =>
   db.insertInto('oauth_tokens').values(tokens).execute();
 
-/** A token (by hash) with its grant, client and app state; `lock` takes a row lock for rotation. */
-export function findTokenByHash(db: Database, tokenHash: string, options: { lock?: boolean } = {}) {
+/**
+ * A token (by hash) with its grant, client and app state; `lock` takes a row lock for rotation (after
+ * a share lock on its app, see shareLockAppOf).
+ */
+export async function findTokenByHash(db: Database, tokenHash: string, options: { lock?: boolean } = {}) {
+  if (options.lock) await shareLockAppOf(db, 'token', tokenHash);
   const query = db.selectFrom('oauth_tokens as t')
     .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
     .innerJoin('oauth_clients as c', 'c.id', 't.client_pk')

@@ -39,6 +39,7 @@ describe('OAuth rules', () => {
     expect(mayAuthorizeApp({ owner_id: 'a', review_status: 'private' }, 'a')).toBe(true);
     expect(mayAuthorizeApp({ owner_id: 'a', review_status: 'private' }, 'b')).toBe(false);
     expect(mayAuthorizeApp({ owner_id: 'a', review_status: 'approved' }, 'b')).toBe(true);
+    expect(mayAuthorizeApp({ owner_id: 'a', review_status: 'rejected' }, 'a')).toBe(false);
   });
 
   it('binds the consent CSRF token to the session, the user, the request and a time window', () => {

@@ -58,9 +58,9 @@ export const s256Challenge = (verifier: string): string => createHash('sha256').
 export const verifierMatchesChallenge = (verifier: string, challenge: string): boolean =>
   isValidCodeVerifier(verifier) && constantTimeEqual(s256Challenge(verifier), challenge);
 
-/** Only the owner may authorize a private (unreviewed) app; anyone may authorize an approved one. */
-export const mayAuthorizeApp = (app: { owner_id: string; review_status: 'private' | 'approved' }, userId: string): boolean =>
-  app.review_status === 'approved' || app.owner_id === userId;
+/** Only the owner may authorize a private (unreviewed) app; anyone may authorize an approved one; nobody a rejected one. */
+export const mayAuthorizeApp = (app: { owner_id: string; review_status: 'private' | 'approved' | 'rejected' }, userId: string): boolean =>
+  app.review_status === 'approved' || (app.review_status === 'private' && app.owner_id === userId);
 
 /** The authorize request as the consent form carries it between GET and POST. */
 export interface AuthorizeParams {
