@@ -32,6 +32,8 @@ import { publicConfigRoutes } from './routes/public-config/index.js';
 import { billingRoutes } from './routes/billing/index.js';
 import { connectorRoutes } from './routes/connectors/index.js';
 import { projectGraphRoutes } from './routes/project-graph/index.js';
+import { dataApiRoutes } from './routes/data-api/index.js';
+import { realtimeRoutes } from './routes/realtime/index.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -74,6 +76,8 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(billingRoutes, deps);
   await app.register(connectorRoutes, deps);
   await app.register(projectGraphRoutes, deps);
+  await app.register(dataApiRoutes, deps);
+  await app.register(realtimeRoutes, deps);
 }
 
 /**

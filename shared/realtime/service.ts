@@ -1,0 +1,87 @@
+import type { WebSocket } from 'ws';
+import type { DataApiIdentityResolver } from '../data-api/identity.js';
+import type { Database } from '../db/client.js';
+import { PgListener } from '../db/listener.js';
+import { LocalBus, PgBus, type Bus } from './bus.js';
+import type { JoinedChannel } from './channel.js';
+import { RealtimeHub } from './hub.js';
+import { DEFAULT_LIMITS, type RealtimeLimits } from './limits.js';
+import { ChangeSubscriptions } from './postgres-changes.js';
+import { RelationCatalog } from './relations.js';
+import { SUPPORTED_VSN, type Vsn } from './serializer.js';
+import { RealtimeSocket } from './socket-session.js';
+
+export interface Realtime {
+  readonly limits: RealtimeLimits;
+  /** Who listens to which relation's changes (for the change capture). */
+  readonly changes: ChangeSubscriptions<JoinedChannel>;
+  readonly hub: RealtimeHub;
+  /** Takes over an upgraded websocket whose anon key was checked. */
+  accept(ws: WebSocket, vsn: Vsn, apikey: string): RealtimeSocket;
+  /** Closes every socket (1001), says goodbye on the bus and stops listening. */
+  close(): Promise<void>;
+}
+
+export const vsnOf = (value: unknown): Vsn | null => {
+  const vsn = value === undefined ? '1.0.0' : value;
+  return SUPPORTED_VSN.includes(vsn as Vsn) ? (vsn as Vsn) : null;
+};
+
+/**
+ * Realtime for one API process. With a database URL it listens on PostgreSQL for the other
+ * processes' broadcasts and presence (one extra connection); without one it is alone.
+ */
+export async function startRealtime(deps: {
+  db: Database;
+  identity: DataApiIdentityResolver;
+  databaseUrl?: string;
+  limits?: Partial<RealtimeLimits>;
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+}): Promise<Realtime> {
+  const log = deps.log ?? (() => {});
+  const limits = { ...DEFAULT_LIMITS, ...deps.limits };
+  let listener: PgListener | null = null;
+  let bus: Bus;
+  let stopped = false;
+  let starting: Promise<void> = Promise.resolve();
+  if (deps.databaseUrl) {
+    const pgListener = (listener = new PgListener(deps.databaseUrl, (error) => log('realtime listener', { err: error.message })));
+    bus = new PgBus(deps.db, pgListener, (message) => log(message));
+    // While PostgreSQL is away at start this process still serves its own sockets, and tries
+    // again every second (once up, PgListener reconnects by itself).
+    const listen = () => {
+      if (stopped) return;
+      starting = pgListener.start().catch((error: Error) => {
+        log('realtime listener cannot connect yet; retrying', { err: error.message });
+        setTimeout(listen, 1_000).unref();
+      });
+    };
+    listen();
+    await starting;
+  } else {
+    bus = new LocalBus();
+  }
+  const hub = new RealtimeHub(bus);
+  const changes = new ChangeSubscriptions<JoinedChannel>();
+  const catalog = new RelationCatalog(deps.db);
+  const sockets = new Set<RealtimeSocket>();
+
+  return {
+    limits, changes, hub,
+    accept(ws, vsn, apikey) {
+      const socket = new RealtimeSocket(ws, vsn, apikey, { db: deps.db, identity: deps.identity, hub, catalog, changes, limits, log });
+      sockets.add(socket);
+      ws.on('close', () => sockets.delete(socket));
+      return socket;
+    },
+    async close() {
+      stopped = true;
+      for (const socket of sockets) socket.close();
+      sockets.clear();
+      await hub.close().catch(() => {});
+      if (bus instanceof PgBus) bus.close();
+      await starting;
+      await listener?.close();
+    },
+  };
+}
