@@ -154,7 +154,7 @@ export async function listBlockChunks(db: Database, runId: string, blockId: stri
 }
 
 export interface ChargedRunRow {
-  runId: string; deploymentId: string; documentId: string; teamId: string; triggerSource: string;
+  runId: string; deploymentId: string; documentId: string; projectId: string; teamId: string; triggerSource: string;
   apiKeyId: string | null; userId: string | null; inputs: Record<string, unknown>; timeoutSeconds: number | null;
 }
 
@@ -184,8 +184,8 @@ export async function insertChargedRun(
       WHERE team_id = ${run.teamId} AND balance_milli >= ${costMilli}
       RETURNING team_id
     ), inserted_run AS (
-      INSERT INTO runs (id, deployment_id, document_id, team_id, trigger_source, api_key_id, user_id, inputs, timeout_seconds)
-      SELECT ${run.runId}::uuid, ${run.deploymentId}::uuid, ${run.documentId}::uuid, team_id, ${run.triggerSource}::text, ${run.apiKeyId}::uuid, ${run.userId}::uuid,
+      INSERT INTO runs (id, deployment_id, document_id, project_id, team_id, trigger_source, api_key_id, user_id, inputs, timeout_seconds)
+      SELECT ${run.runId}::uuid, ${run.deploymentId}::uuid, ${run.documentId}::uuid, ${run.projectId}::uuid, team_id, ${run.triggerSource}::text, ${run.apiKeyId}::uuid, ${run.userId}::uuid,
         ${JSON.stringify(run.inputs)}::jsonb, ${run.timeoutSeconds}::int
       FROM charged
       RETURNING id

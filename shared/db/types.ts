@@ -224,6 +224,8 @@ export interface RunsTable {
   id: string;
   deployment_id: string;
   document_id: string;
+  /** Migration 0023: the deployment's project (a trigger fills it when an insert leaves it out). */
+  project_id: Defaulted<string>;
   team_id: string;
   trigger_source: string;
   api_key_id: string | null;
@@ -917,6 +919,48 @@ export interface ModelProviderCostsTable {
   updated_at: Timestamp;
 }
 
+// The data API's own relations (migration 0023).
+export interface AuditLogsTable {
+  id: Generated<string>;
+  team_id: string;
+  actor_id: string;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  metadata: ColumnType<Record<string, unknown>, string | undefined, string>;
+  created_at: Timestamp;
+}
+
+export interface RompMessagesTable {
+  id: Generated<string>;
+  binding_id: string;
+  sender_user_id: string;
+  body: string;
+  created_at: Timestamp;
+}
+
+export interface AssetsSessionsTable {
+  id: Generated<string>;
+  team_id: string;
+  project_id: string;
+  status: Defaulted<string>;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AssetsItemsTable {
+  id: Generated<string>;
+  session_id: string;
+  team_id: Defaulted<string>;
+  project_id: Defaulted<string>;
+  file_id: string | null;
+  status: Defaulted<string>;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface StorageObjectsTable {
   id: string;
   bucket_id: string;
@@ -1000,6 +1044,10 @@ export interface DB {
   subscriptions: SubscriptionsTable;
   billing_rules: BillingRulesTable;
   model_provider_costs: ModelProviderCostsTable;
+  audit_logs: AuditLogsTable;
+  romp_messages: RompMessagesTable;
+  assets_sessions: AssetsSessionsTable;
+  assets_items: AssetsItemsTable;
   storage_objects: StorageObjectsTable;
 }
 
