@@ -331,13 +331,12 @@ describe('OAuth app management over HTTP', () => {
         await held;
       });
       await isLocked;
-      const waiting = async (text: string) => Number((await sql<{ n: string }>`
-        select count(*) as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock' and query like ${`%${text}%`}`.execute(stack.db)).rows[0]!.n) > 0;
+      const waitingOnLocks = async () => Number((await sql<{ n: string }>`
+        select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(stack.db)).rows[0]!.n);
       const refreshing = refresh(web.clientId, tokens.refresh_token);
-      await until(() => waiting('"oauth_tokens"'), 5000, 'the refresh waiting for its token');
+      await until(async () => (await waitingOnLocks()) >= 1, 5000, 'the refresh waiting for its token');
       const deleting = call('DELETE', `/oauth/apps/${app.id}`, await asUser(owner.id));
-      await new Promise((r) => setTimeout(r, 200));
+      await until(async () => (await waitingOnLocks()) >= 2, 5000, 'the delete waiting behind the refresh');
       release();
       await holder;
       const [refreshed, deleted] = await Promise.all([refreshing, deleting]);
