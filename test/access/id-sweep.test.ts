@@ -19,7 +19,7 @@ import { createTestStack, type TestStack } from '../harness/stack.js';
 // on an app built by registerApp, as buildApp builds it), so a new route with an id fails this file
 // until it gets a case below or an exemption with its reason.
 
-type Cred = 'jwt' | 'apiKey';
+type Cred = 'jwt' | 'apiKey' | 'webhookSecret';
 type Fixtures = Awaited<ReturnType<typeof makeFixtures>>;
 
 interface Param {
@@ -52,7 +52,6 @@ const EXEMPT: Record<string, string> = {
   'OPTIONS /api/released-app/r/:alias/:version/*': 'CORS preflight of a public release address',
   'OPTIONS /public/hardware-sales*': 'CORS preflight of the public endpoints',
   'OPTIONS /public*': 'CORS preflight of the public endpoints',
-  'POST /api/webhook-triggers/:webhookId': 'the webhook secret is the credential (spec 4.2, 7.3): there is no caller team to compare with',
   'GET /public/hardware-sales/skus/:sku/config': 'public catalogue (spec 4.10): a SKU belongs to no team',
   'GET /public/firmware/:model/:module/:fileName': 'public downloads for devices (spec 4.10)',
   'GET /public/board/firmware/:channel/:sha256/*': 'public downloads for devices (spec 4.10)',
@@ -162,6 +161,8 @@ const CASES: Record<string, Case> = {
   'GET /hardware-sales/discount-codes/:code/orders': {
     params: { code: { foreign: (f) => [f.a.discountCode], random: () => `F${randomBytes(5).toString('hex').toUpperCase()}` } }, status: 404,
   },
+  // Spec 4.2 rule 3: unknown address and wrong secret answer the same 404; team B calls with its own trigger's secret.
+  'POST /api/webhook-triggers/:webhookId': { params: { webhookId: { foreign: (f) => [f.a.webhookId] } }, creds: ['webhookSecret'], body: () => ({}), status: 404 },
   'POST /api/connectors/connections/:connectionId/test': { params: { connectionId: { foreign: (f) => [f.a.connectionId] } }, status: 404 },
   'DELETE /api/connectors/connections/:connectionId': { params: { connectionId: { foreign: (f) => [f.a.connectionId] } }, status: 404 },
 };
@@ -182,7 +183,12 @@ async function makeFixtures(stack: TestStack) {
     const document = await createDocument(stack.db, operator, { projectId: project.id, name: `${label} app`, graph: exampleGraph });
     const deployment = await publishDocument(stack.db, operator, document.id, { visibility: 'private' });
     const jwt = await make.jwt(owner.id);
-    return { owner, teamId: team.id, projectId: project.id, documentId: document.id, deploymentId: deployment.id, apiKey, jwt };
+    // The document's webhook trigger (made on publish) with a secret, so calls reach the secret check.
+    const rotated = await stack.app.inject({ method: 'POST', url: `/api/webhook-triggers/by-document/${document.id}/rotate-secret`, headers: { authorization: `Bearer ${jwt}` } });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    const { id: webhookId, secret: webhookSecret, path } = rotated.json() as { id: string; secret: string; path: string };
+    expect(path).toMatch(new RegExp(`/api/webhook-triggers/${webhookId}$`));
+    return { owner, teamId: team.id, projectId: project.id, documentId: document.id, deploymentId: deployment.id, apiKey, jwt, webhookId, webhookSecret };
   }
   const [a, b] = [await tenant('A'), await tenant('B')];
   const asA = { authorization: `Bearer ${a.jwt}` };
@@ -303,7 +309,7 @@ describe("another team's ids answer exactly like random ones, on every route wit
       };
       const urlWith = (value: string) => template.replace(/:(\w+)/g, (_m, name: string) => encodeURIComponent(valueOf(name, value)));
       for (const cred of creds) {
-        const headers = { authorization: `Bearer ${cred === 'jwt' ? f.b.jwt : f.b.apiKey}` };
+        const headers = { authorization: `Bearer ${{ jwt: f.b.jwt, apiKey: f.b.apiKey, webhookSecret: f.b.webhookSecret }[cred]}` };
         const payload = c.body?.(f);
         const answer = async (value: string) => {
           const res = await stack.app.inject({ method: method as 'GET', url: urlWith(value), headers, ...(payload === undefined ? {} : { payload: payload as object }) });
