@@ -19,7 +19,7 @@ import { createTestStack, type TestStack } from '../harness/stack.js';
 // on an app built by registerApp, as buildApp builds it), so a new route with an id fails this file
 // until it gets a case below or an exemption with its reason.
 
-type Cred = 'jwt' | 'apiKey' | 'webhookSecret';
+type Cred = 'jwt' | 'apiKey' | 'oauth' | 'webhookSecret';
 type Fixtures = Awaited<ReturnType<typeof makeFixtures>>;
 
 interface Param {
@@ -78,8 +78,8 @@ const EXEMPT: Record<string, string> = {
 
 /** Team B's credentials each access row accepts (spec 5.3). */
 const byAccess: Partial<Record<AccessRuleName, Cred[]>> = {
-  teamAdmin: ['jwt'], myCredentials: ['jwt'], runsList: ['jwt'], connectors: ['jwt'], hardwareSales: ['jwt'],
-  combined: ['jwt', 'apiKey'], runFollowUp: ['jwt', 'apiKey'], v1: ['apiKey'], deploymentRun: ['apiKey'], documentRun: ['apiKey'],
+  teamAdmin: ['jwt'], myCredentials: ['jwt'], runsList: ['jwt'], connectors: ['jwt'], hardwareSales: ['jwt', 'oauth'],
+  combined: ['jwt', 'apiKey'], runFollowUp: ['jwt', 'apiKey', 'oauth'], v1: ['apiKey'], deploymentRun: ['apiKey'], documentRun: ['apiKey'],
 };
 
 const teamId: Param = { foreign: (f) => [f.a.teamId], own: (f) => f.b.teamId };
@@ -157,7 +157,7 @@ const CASES: Record<string, Case> = {
   'GET /hardware-sales/orders/:orderNo': { params: { orderNo }, status: 404 },
   'PATCH /hardware-sales/orders/:orderNo/address': { params: { orderNo }, body: () => testAddress({ receiverName: 'Mine Now' }), status: 404 },
   'POST /hardware-sales/orders/:orderNo/receipt': { params: { orderNo }, status: 404 },
-  'POST /public/hardware-sales/orders/:orderNo/pay': { params: { orderNo }, creds: ['jwt'], body: () => ({}), status: 404 },
+  'POST /public/hardware-sales/orders/:orderNo/pay': { params: { orderNo }, creds: ['jwt', 'oauth'], body: () => ({}), status: 404 },
   'GET /hardware-sales/discount-codes/:code/orders': {
     params: { code: { foreign: (f) => [f.a.discountCode], random: () => `F${randomBytes(5).toString('hex').toUpperCase()}` } }, status: 404,
   },
@@ -188,7 +188,8 @@ async function makeFixtures(stack: TestStack) {
     expect(rotated.statusCode, rotated.body).toBe(200);
     const { id: webhookId, secret: webhookSecret, path } = rotated.json() as { id: string; secret: string; path: string };
     expect(path).toMatch(new RegExp(`/api/webhook-triggers/${webhookId}$`));
-    return { owner, teamId: team.id, projectId: project.id, documentId: document.id, deploymentId: deployment.id, apiKey, jwt, webhookId, webhookSecret };
+    const oauth = (await make.oauthToken(owner.id, ['orders:checkout', 'chat:completions', 'mobile:full', 'profile:read'])).token;
+    return { owner, teamId: team.id, projectId: project.id, documentId: document.id, deploymentId: deployment.id, apiKey, jwt, oauth, webhookId, webhookSecret };
   }
   const [a, b] = [await tenant('A'), await tenant('B')];
   const asA = { authorization: `Bearer ${a.jwt}` };
@@ -309,7 +310,7 @@ describe("another team's ids answer exactly like random ones, on every route wit
       };
       const urlWith = (value: string) => template.replace(/:(\w+)/g, (_m, name: string) => encodeURIComponent(valueOf(name, value)));
       for (const cred of creds) {
-        const headers = { authorization: `Bearer ${{ jwt: f.b.jwt, apiKey: f.b.apiKey, webhookSecret: f.b.webhookSecret }[cred]}` };
+        const headers = { authorization: `Bearer ${{ jwt: f.b.jwt, apiKey: f.b.apiKey, oauth: f.b.oauth, webhookSecret: f.b.webhookSecret }[cred]}` };
         const payload = c.body?.(f);
         const answer = async (value: string) => {
           const res = await stack.app.inject({ method: method as 'GET', url: urlWith(value), headers, ...(payload === undefined ? {} : { payload: payload as object }) });
