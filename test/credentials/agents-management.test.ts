@@ -141,6 +141,24 @@ describe('agent management: update, delete, bindings', () => {
     });
   });
 
+  it('a token issued while the agent is being deleted never outlives it', async () => {
+    const t = await tenant();
+    const headers = await jwt(t.owner.id);
+    const answers = await Promise.all([
+      ...Array.from({ length: 8 }, () => call('POST', `/teams/${t.team.id}/agents/${t.agent.id}/tokens`, headers)),
+      call('DELETE', `/teams/${t.team.id}/agents/${t.agent.id}`, headers),
+      ...Array.from({ length: 8 }, () => call('POST', `/teams/${t.team.id}/agents/${t.agent.id}/tokens`, headers)),
+    ]);
+    expect(answers[8]!.statusCode).toBe(200);
+    for (const res of answers.filter((_, i) => i !== 8)) expect([201, 404]).toContain(res.statusCode);
+    const live = await stack.db.selectFrom('agent_bindings').select('id')
+      .where('agent_id', '=', t.agent.id).where((eb) => eb.or([eb('token_hash', 'is not', null), eb('deleted_at', 'is', null)])).execute();
+    expect(live).toEqual([]);
+    for (const res of answers.filter((r) => r.statusCode === 201)) {
+      expect((await call('GET', '/my', bearer(res.json().token))).statusCode).toBe(401);
+    }
+  });
+
   describe('GET /teams/:teamId/agents/bindings and PATCH /teams/:teamId/agents/bindings/:bindingId', () => {
     it("lists the team's bindings whoever issued them, revoked ones included, removed ones and other teams' not", async () => {
       const t = await tenant();

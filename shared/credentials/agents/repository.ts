@@ -75,6 +75,10 @@ export const listBindingsOfAgentUser = (db: Database, agentUserId: string) =>
 export const lockActiveAgent = (db: Database, agentId: string) =>
   db.selectFrom('agents').selectAll().where('id', '=', agentId).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
 
+/** The agent, live, share-locked: issuing a token waits for a delete in flight (and then sees it deleted). */
+export const shareLockActiveAgent = (db: Database, agentId: string) =>
+  db.selectFrom('agents').selectAll().where('id', '=', agentId).where('deleted_at', 'is', null).forShare().executeTakeFirst();
+
 export const updateAgent = (
   db: Database,
   agentId: string,

@@ -81,7 +81,8 @@ export async function issueAgentToken(
   input: { agentId: string; ownerUserId: string; teamId?: string },
 ): Promise<{ bindingId: string; token: string }> {
   return db.transaction().execute(async (trx) => {
-    const agent = isUuid(input.agentId) ? await repo.findActiveAgent(trx, input.agentId) : undefined;
+    // Share-locked so that a delete in flight either ends this binding too or makes this a 404.
+    const agent = isUuid(input.agentId) ? await repo.shareLockActiveAgent(trx, input.agentId) : undefined;
     if (!agent || (input.teamId !== undefined && agent.team_id !== input.teamId)) throw agentErrors.agentNotFound();
     if (agent.team_id) {
       if (!(await isTeamMember(trx, agent.team_id, input.ownerUserId))) throw new AppError(403, 'not_a_member', `User ${input.ownerUserId} is not a member of the agent's team ${agent.team_id}`);
