@@ -219,6 +219,25 @@ describe('reads', () => {
     expect(none.error).toBeNull();
     expect(none.data).toBeNull();
   });
+  it('no pooled connection keeps a role or claims, after answers and after database refusals', async () => {
+    const db = client(async () => ownerJwt);
+    const results = await Promise.all([
+      db.from('projects').select('id').in('id', projectIds),
+      db.from('api_keys').select('key_hash').eq('team_id', teamId),
+      db.from('projects').select('id').eq('id', 'not-a-uuid'),
+      client().from('projects').select('id').limit(1),
+      db.rpc('get_usage_heatmap', { p_team_id: teamId, p_days: 0 }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([200, 403, 400, 200, 400]);
+    expect(results[2]!.error).toMatchObject({ code: '22P02' });
+    // Hold every connection of the pool (size 5) at once and ask each who it is.
+    const seen = await Promise.all(Array.from({ length: 5 }, () => stack.db.connection().execute(async (connection) =>
+      (await sql<{ who: string; claims: string | null }>`select current_user as who, current_setting('request.jwt.claims', true) as claims, pg_sleep(0.05)`.execute(connection)).rows[0]!)));
+    for (const { who, claims } of seen) {
+      expect(['anon', 'authenticated']).not.toContain(who);
+      expect(claims ?? '').toBe('');
+    }
+  });
 });
 
 describe('writes', () => {
