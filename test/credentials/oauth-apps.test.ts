@@ -7,7 +7,7 @@ import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { until } from '../harness/until.js';
 import {
-  authorizeQuery, challengeOf, expectUnchanged, newUser, newVerifier, obtainTokens, tokenRequest,
+  authorizeQuery, challengeOf, expectUnchanged, newUser, newVerifier, obtainCode, obtainTokens, tokenRequest,
 } from './oauth-helpers.js';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
@@ -358,6 +358,41 @@ describe('OAuth app management over HTTP', () => {
         const res = await refresh(web.clientId, t);
         expect(res.statusCode).toBe(400);
         expect(res.json()).toMatchObject({ error: 'invalid_grant' });
+      }
+    });
+
+    it('an app deleted while a code exchange holds its code: the tokens it issues are revoked with the rest', async () => {
+      const owner = await newUser(stack.db);
+      const app = await createVia(owner.id);
+      const web = webClient(app);
+      const { code, verifier } = await obtainCode(stack, web, owner.id);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => { locked = resolve; });
+      const holder = stack.db.transaction().execute(async (trx) => {
+        await trx.selectFrom('oauth_codes as o').innerJoin('oauth_grants as g', 'g.id', 'o.grant_id').select('o.code_hash')
+          .where('g.app_id', '=', app.id).forUpdate('o').execute();
+        locked();
+        await held;
+      });
+      await isLocked;
+      const waitingOnLocks = async () => Number((await sql<{ n: string }>`
+        select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(stack.db)).rows[0]!.n);
+      const exchanging = tokenRequest(stack, { grant_type: 'authorization_code', client_id: web.clientId, code, redirect_uri: web.redirectUri, code_verifier: verifier });
+      await until(async () => (await waitingOnLocks()) >= 1, 5000, 'the exchange waiting for its code');
+      const deleting = call('DELETE', `/oauth/apps/${app.id}`, await asUser(owner.id));
+      await until(async () => (await waitingOnLocks()) >= 2, 5000, 'the delete waiting behind the exchange');
+      release();
+      await holder;
+      const [exchanged, deleted] = await Promise.all([exchanging, deleting]);
+      expect(deleted.statusCode, deleted.body).toBe(200);
+      expect(await liveTokenCount(app.id)).toBe(0);
+      if (exchanged.statusCode === 200) {
+        expect((await userinfo(exchanged.json().access_token)).statusCode).toBe(401);
+        expect((await refresh(web.clientId, exchanged.json().refresh_token)).json()).toMatchObject({ error: 'invalid_grant' });
+      } else {
+        expect(exchanged.json()).toMatchObject({ error: 'invalid_grant' });
       }
     });
 
