@@ -33,6 +33,7 @@ import { billingRoutes } from './routes/billing/index.js';
 import { connectorRoutes } from './routes/connectors/index.js';
 import { projectGraphRoutes } from './routes/project-graph/index.js';
 import { dataApiRoutes } from './routes/data-api/index.js';
+import { dataApiStorageRoutes } from './routes/data-api/storage.js';
 import { realtimeRoutes } from './routes/realtime/index.js';
 
 export type { AppDeps } from './deps.js';
@@ -77,6 +78,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(connectorRoutes, deps);
   await app.register(projectGraphRoutes, deps);
   await app.register(dataApiRoutes, deps);
+  await app.register(dataApiStorageRoutes, deps);
   await app.register(realtimeRoutes, deps);
 }
 
