@@ -60,7 +60,11 @@ export class RawSocket {
     this.ws.binaryType = 'nodebuffer';
     this.opened = new Promise((resolve, reject) => {
       this.ws.once('open', () => resolve());
-      this.ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, res })));
+      this.ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => { body += chunk.toString('utf8'); });
+        res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, body })));
+      });
       this.ws.once('error', reject);
     });
     this.ws.on('message', (data: Buffer, binary: boolean) => {
@@ -107,4 +111,29 @@ export function socketUrl(origin: string, params: Record<string, string>): strin
   const url = new URL('/realtime/v1/websocket', origin.replace(/^http/, 'ws'));
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
   return url.toString();
+}
+
+/** A client broadcast push as supabase-js's serializer writes it (binary kind 3). */
+export function binaryBroadcastPush(joinRef: string, ref: string, topic: string, event: string, payload: Buffer, encoding: 'json' | 'binary' = 'json'): Buffer {
+  const strings = [joinRef, ref, topic, event, ''].map((s) => Buffer.from(s, 'latin1'));
+  return Buffer.concat([Buffer.from([3, ...strings.map((s) => s.length), encoding === 'json' ? 1 : 0]), ...strings, payload]);
+}
+
+/** Decodes a server broadcast (binary kind 4). */
+export function decodeUserBroadcast(data: Buffer): { topic: string; event: string; encoding: number; payload: Buffer } {
+  const [kind, topicLen, eventLen, metaLen, encoding] = [data[0]!, data[1]!, data[2]!, data[3]!, data[4]!];
+  if (kind !== 4) throw new Error(`kind ${kind}`);
+  let offset = 5;
+  const topic = data.toString('utf8', offset, (offset += topicLen));
+  const event = data.toString('utf8', offset, (offset += eventLen));
+  offset += metaLen;
+  return { topic, event, encoding, payload: data.subarray(offset) };
+}
+
+/** A join payload as supabase-js 2.109 sends it. */
+export function joinPayload(options: { token?: string; presence?: boolean; key?: string; self?: boolean; ack?: boolean; postgresChanges?: unknown[] } = {}) {
+  return {
+    config: { broadcast: { ack: options.ack ?? false, self: options.self ?? false }, presence: { key: options.key ?? '', enabled: options.presence ?? false }, postgres_changes: options.postgresChanges ?? [], private: false },
+    ...(options.token ? { access_token: options.token } : {}),
+  };
 }
