@@ -78,7 +78,7 @@ describe('data API row-level security (policies in SQL)', () => {
     await addTeamMember(stack.db, { teamId: team, userId: admin, role: 'admin' });
     await addTeamMember(stack.db, { teamId: team, userId: member, role: 'member' });
     const app = await publishDirect(stack.db, graph, { teamId: team, publishedBy: owner });
-    const [{ project_id: project }] = await service('SELECT project_id FROM documents WHERE id = $1', [app.documentId]);
+    const project = (await service('SELECT project_id FROM documents WHERE id = $1', [app.documentId]))[0]!.project_id;
     const key = (await make.apiKey(team, owner)).id;
     const agent = await make.agentToken(team, member, []);
     const run = randomUUID();
@@ -86,7 +86,7 @@ describe('data API row-level security (policies in SQL)', () => {
       runId: run, deploymentId: app.deploymentId, documentId: app.documentId, projectId: project as string, teamId: team,
       triggerSource: 'api', apiKeyId: null, userId: owner, inputs: {}, timeoutSeconds: null,
     }, 0);
-    const one = async (text: string, values: unknown[]) => (await service(text, values))[0].id as string;
+    const one = async (text: string, values: unknown[]) => (await service(text, values))[0]!.id as string;
     const file = await one(`INSERT INTO files (id, project_id, team_id, uploaded_by, size, content_type, sha256, storage_key)
       VALUES (gen_random_uuid(), $1, $2, $3, 3, 'text/plain', repeat('ab', 32), $4) RETURNING id`, [project, team, owner, `k/${randomUUID()}`]);
     const price = await one(`INSERT INTO billing_prices (id, product_type, product_code, name, amount, currency, credits)
@@ -112,7 +112,7 @@ describe('data API row-level security (policies in SQL)', () => {
     a = await tenant('a');
     b = await tenant('b');
     for (const t of [a, b]) {
-      t.item = (await service(`INSERT INTO assets_items (session_id, file_id, created_by) VALUES ($1, $2, $3) RETURNING id`, [t.session, t.file, t.member]))[0].id as string;
+      t.item = (await service(`INSERT INTO assets_items (session_id, file_id, created_by) VALUES ($1, $2, $3) RETURNING id`, [t.session, t.file, t.member]))[0]!.id as string;
     }
     const make = credentialFactory(stack);
     outsider = (await make.user('outsider')).id;
@@ -122,7 +122,7 @@ describe('data API row-level security (policies in SQL)', () => {
     await make.oauthToken(b.member, ['profile']);
     await service(`UPDATE billing_rules SET deleted_at = now() WHERE deleted_at IS NULL`);
     await service(`INSERT INTO billing_rules (rule_key, value) VALUES ($1, '5')`, [ruleKey]);
-    costId = (await service(`INSERT INTO model_provider_costs (provider, model, input_cost_per_mtok, output_cost_per_mtok) VALUES ('p', $1, 1, 2) RETURNING id`, [`m-${randomUUID()}`]))[0].id as string;
+    costId = (await service(`INSERT INTO model_provider_costs (provider, model, input_cost_per_mtok, output_cost_per_mtok) VALUES ('p', $1, 1, 2) RETURNING id`, [`m-${randomUUID()}`]))[0]!.id as string;
     await service(`INSERT INTO site_settings (key, value) VALUES ('run.max_timeout_seconds', '300') ON CONFLICT (key) DO NOTHING`);
   });
   afterAll(async () => {
@@ -259,9 +259,9 @@ describe('data API row-level security (policies in SQL)', () => {
     });
 
     it('a platform admin inserts a rule and soft-deletes it', async () => {
-      const [{ id }] = await as(platformAdmin, `INSERT INTO billing_rules (rule_key, value) VALUES ('runBaseMilli', '7') RETURNING id`);
+      const { id } = (await as(platformAdmin, `INSERT INTO billing_rules (rule_key, value) VALUES ('runBaseMilli', '7') RETURNING id`))[0]!;
       expect(await as(platformAdmin, `UPDATE billing_rules SET deleted_at = now() WHERE id = $1 RETURNING id`, [id])).toEqual([{ id }]);
-      expect((await service('SELECT deleted_at FROM billing_rules WHERE id = $1', [id]))[0].deleted_at).toBeInstanceOf(Date);
+      expect((await service('SELECT deleted_at FROM billing_rules WHERE id = $1', [id]))[0]!.deleted_at).toBeInstanceOf(Date);
     });
 
     it('a team owner cannot insert or update, and DELETE is refused even to a platform admin; nothing changes', async () => {
@@ -280,7 +280,7 @@ describe('data API row-level security (policies in SQL)', () => {
       const model = `m-${randomUUID()}`;
       const upsert = `INSERT INTO model_provider_costs (provider, model, input_cost_per_mtok, output_cost_per_mtok) VALUES ('q', $1, $2, 1)
         ON CONFLICT (provider, model) DO UPDATE SET input_cost_per_mtok = excluded.input_cost_per_mtok RETURNING id, input_cost_per_mtok`;
-      const [first] = await as(platformAdmin, upsert, [model, 3]);
+      const first = (await as(platformAdmin, upsert, [model, 3]))[0]!;
       expect(await as(platformAdmin, upsert, [model, 4])).toEqual([{ id: first.id, input_cost_per_mtok: '4.000000' }]);
       expect(await as(platformAdmin, 'DELETE FROM model_provider_costs WHERE id = $1 RETURNING id', [first.id])).toEqual([{ id: first.id }]);
     });
@@ -334,7 +334,7 @@ describe('data API row-level security (policies in SQL)', () => {
     });
 
     it('audit_logs_with_names shows A\'s admins A\'s rows with the actor\'s name and email, and nobody else anything', async () => {
-      const [owner] = await service('SELECT name, email FROM users WHERE id = $1', [a.owner]);
+      const owner = (await service('SELECT name, email FROM users WHERE id = $1', [a.owner]))[0]!;
       for (const reader of [a.owner, a.admin]) {
         const rows = await as(reader, 'SELECT id, team_id, actor_name, actor_email FROM audit_logs_with_names WHERE id = $1 OR true', [b.audit]);
         expect(new Set(rows.map((r) => r.team_id))).toEqual(new Set([a.team]));
@@ -349,7 +349,7 @@ describe('data API row-level security (policies in SQL)', () => {
   });
 
   describe('romp_messages: both parties of a binding read; each posts as its switch allows', () => {
-    const count = async () => (await service('SELECT count(*)::int AS n FROM romp_messages'))[0].n;
+    const count = async () => (await service('SELECT count(*)::int AS n FROM romp_messages'))[0]!.n;
 
     it('the owner and the agent read their binding\'s messages; nobody else does, whatever the filter', async () => {
       for (const party of [a.member, a.agentUser]) {
@@ -390,9 +390,9 @@ describe('data API row-level security (policies in SQL)', () => {
   describe('assets_sessions and assets_items: members insert and update in their team', () => {
     it('a member of A (and A\'s agent) opens a session in A\'s project, adds A\'s file, and updates them', async () => {
       for (const writer of [a.member, a.agentUser]) {
-        const [session] = await as(writer, `INSERT INTO assets_sessions (team_id, project_id) VALUES ($1, $2) RETURNING id, created_by, status`, [a.team, a.project]);
+        const session = (await as(writer, `INSERT INTO assets_sessions (team_id, project_id) VALUES ($1, $2) RETURNING id, created_by, status`, [a.team, a.project]))[0]!;
         expect(session).toMatchObject({ created_by: writer, status: 'active' });
-        const [item] = await as(writer, `INSERT INTO assets_items (session_id, file_id) VALUES ($1, $2) RETURNING id, team_id, project_id`, [session.id, a.file]);
+        const item = (await as(writer, `INSERT INTO assets_items (session_id, file_id) VALUES ($1, $2) RETURNING id, team_id, project_id`, [session.id, a.file]))[0]!;
         expect(item).toMatchObject({ team_id: a.team, project_id: a.project });
         expect(await as(writer, `UPDATE assets_items SET status = 'ready' WHERE id = $1 RETURNING status`, [item.id])).toEqual([{ status: 'ready' }]);
         expect(await as(writer, `UPDATE assets_sessions SET status = 'completed' WHERE id = $1 RETURNING status`, [session.id])).toEqual([{ status: 'completed' }]);
@@ -451,7 +451,7 @@ describe('data API row-level security (policies in SQL)', () => {
       const projects = () => stack.app.inject({ method: 'GET', url: `/teams/${a.team}/projects`, headers: { authorization: `Bearer ${token}` } });
       expect((await projects()).statusCode).toBe(200);
       await as(a.admin, 'SELECT delete_api_key($1)', [id]);
-      expect((await service('SELECT deleted_at FROM api_keys WHERE id = $1', [id]))[0].deleted_at).toBeInstanceOf(Date);
+      expect((await service('SELECT deleted_at FROM api_keys WHERE id = $1', [id]))[0]!.deleted_at).toBeInstanceOf(Date);
       expect((await projects()).statusCode).toBe(401);
     });
   });
