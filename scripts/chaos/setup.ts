@@ -4,7 +4,7 @@
 import { graphSchema, validateGraph, type Graph } from '../../shared/documents/graph-schema.js';
 import { grantCredits } from '../../shared/billing/service.js';
 import type { Database } from '../../shared/db/client.js';
-import { findSiteSetting } from '../../shared/site-settings/repository.js';
+import { findLiveBillingRules } from '../../shared/billing/billing-rules-repository.js';
 import { publishDirect } from '../../test/harness/apps.js';
 
 const CREDITS_MILLI = 1_000_000_000;
@@ -31,7 +31,7 @@ export async function prepareChaosApp(db: Database, teamId: string): Promise<Cha
   await grantCredits(db, { teamId, amountMilli: CREDITS_MILLI, reason: 'operator_grant', reference: `chaos-grant-${Date.now()}` });
   // A fresh deployment per chaos run: its runs are exactly the runs this chaos run made.
   const { deploymentId } = await publishDirect(db, chaosGraph, { teamId });
-  // The charge a run must carry, read as the API reads it (site setting over the default).
-  const rules = (await findSiteSetting(db, 'billing.rules'))?.value as { runBaseMilli?: number } | undefined;
-  return { deploymentId, runBaseMilli: rules?.runBaseMilli ?? DEFAULT_RUN_BASE_MILLI };
+  // The charge a run must carry, read as the API reads it (the live billing_rules row over the default).
+  const base = (await findLiveBillingRules(db)).find((row) => row.rule_key === 'runBaseMilli')?.value as number | undefined;
+  return { deploymentId, runBaseMilli: base ?? DEFAULT_RUN_BASE_MILLI };
 }
