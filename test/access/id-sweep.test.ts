@@ -72,6 +72,14 @@ const EXEMPT: Record<string, string> = {
   'PATCH /rest/v1/:relation': 'data API: a relation name, not an id; rows are filtered by row-level security (spec 4.11)',
   'PUT /rest/v1/:relation': 'data API: a relation name, not an id; rows are filtered by row-level security (spec 4.11)',
   'DELETE /rest/v1/:relation': 'data API: a relation name, not an id; rows are filtered by row-level security (spec 4.11)',
+  // The data API's storage (docs/storage.md "Data API storage"): bucket `banners` is public, its
+  // object names are chosen by uploaders and readable by anyone; changing another uploader's object
+  // is 403 AccessDenied in the storage protocol supabase-js speaks.
+  'OPTIONS /storage/v1*': 'CORS preflight of the data API storage',
+  'GET /storage/v1/object/public/:bucket/*': 'a public bucket: a bucket name and a public object name, no team object',
+  'POST /storage/v1/object/:bucket/*': "a bucket name and an uploader's object name; another uploader's object is 403 AccessDenied by the storage protocol",
+  'PUT /storage/v1/object/:bucket/*': "a bucket name and an uploader's object name; another uploader's object is 403 AccessDenied by the storage protocol",
+  'DELETE /storage/v1/object/:bucket': 'a bucket name; the object names are in the body',
   'DELETE /my/credentials/agent-tokens/:bindingId': 'spec 7.4: a binding that does not belong to the caller is 403 Forbidden, a missing one 404',
   'DELETE /my/credentials/agent-bindings-as-agent/:bindingId': 'spec 7.4: a binding that does not belong to the caller is 403 Forbidden, a missing one 404',
 };
