@@ -27,12 +27,12 @@ export class RealtimeHub {
   readonly presence: PresenceTracker;
   private readonly beat: NodeJS.Timeout;
 
-  constructor(private readonly bus: Bus) {
+  constructor(private readonly bus: Bus, private readonly timing = { beatMs: BEAT_MS, nodeTimeoutMs: NODE_TIMEOUT_MS }) {
     this.presence = new PresenceTracker(bus.node, (message) => bus.publish(message), (topic, diff) => this.deliverDiff(topic, diff));
     bus.onMessage((node, message) => this.receive(node, message));
     bus.onReconnect(() => bus.publish({ k: 'hello' }));
     bus.publish({ k: 'hello' });
-    this.beat = setInterval(() => this.liveness(), BEAT_MS).unref();
+    this.beat = setInterval(() => this.liveness(), timing.beatMs).unref();
   }
 
   join(sink: ChannelSink): void {
@@ -115,7 +115,7 @@ export class RealtimeHub {
     this.bus.publish({ k: 'beat' });
     const now = Date.now();
     for (const node of this.presence.remoteNodes()) {
-      if (now - (this.lastSeen.get(node) ?? 0) > NODE_TIMEOUT_MS) {
+      if (now - (this.lastSeen.get(node) ?? 0) > this.timing.nodeTimeoutMs) {
         this.lastSeen.delete(node);
         this.presence.dropNode(node);
       }

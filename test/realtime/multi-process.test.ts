@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
-import { anonKeyOf, sleep, statuses, supabaseFor, waitFor } from './clients.js';
+import { anonKeyOf, RawSocket, sleep, socketUrl, statuses, supabaseFor, waitFor } from './clients.js';
 
 // Two API processes on one database (as the compose deployment runs them): broadcast and presence
 // reach members on either process, once each, through PostgreSQL LISTEN/NOTIFY (issue 37).
@@ -105,11 +105,15 @@ describe('realtime across two API processes', () => {
     await statuses(chA).ready; await statuses(chB).ready;
     await chB.track({ on: 'two' });
     await waitFor(() => chA.presenceState().b, 'b seen on process one');
-    b.realtime.disconnect();
-    clients.splice(clients.indexOf(b), 1);
+    const raw = new RawSocket(socketUrl(origins[1]!, { apikey: anonKey, vsn: '2.0.0' }));
+    await raw.opened;
     twoClosed = true;
     await two.close();
+    b.realtime.disconnect();
+    clients.splice(clients.indexOf(b), 1);
     await waitFor(() => !chA.presenceState().b, 'b gone from process one');
     expect(leaves).toEqual(['b']);
+    await waitFor(() => raw.closed, 'the raw socket closed');
+    expect(raw.closed).toEqual({ code: 1001, reason: 'server shutting down' });
   });
 });
