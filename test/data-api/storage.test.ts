@@ -145,7 +145,7 @@ describe('storage refusals change nothing', () => {
   it('an upload with the anon key alone: 403 (also as Bearer, as supabase-js sends it), nothing stored', async () => {
     const name = uniqueName();
     const before = await objectCount();
-    for (const headers of [{ apikey: anonKey }, { apikey: anonKey, authorization: `Bearer ${anonKey}` }]) {
+    for (const headers of [{ apikey: anonKey }, { apikey: anonKey, authorization: `Bearer ${anonKey}` }] as Array<Record<string, string>>) {
       const res = await upload(name, headers);
       expect(res.status).toBe(403);
       expect(res.json).toMatchObject({ statusCode: '403', code: 'AccessDenied', error: 'Unauthorized' });
@@ -158,7 +158,7 @@ describe('storage refusals change nothing', () => {
 
   it('no key, a wrong key or a forged token: 401', async () => {
     const name = uniqueName();
-    for (const headers of [{}, { apikey: 'wfd-anon-wrong' }, { apikey: anonKey, authorization: 'Bearer not.a.jwt' }, { authorization: `Bearer ${users.alice.jwt}` }]) {
+    for (const headers of [{}, { apikey: 'wfd-anon-wrong' }, { apikey: anonKey, authorization: 'Bearer not.a.jwt' }, { authorization: `Bearer ${users.alice.jwt}` }] as Array<Record<string, string>>) {
       const res = await upload(name, headers);
       expect(res.status, JSON.stringify(headers)).toBe(401);
       expect(res.json).toMatchObject({ statusCode: '401', code: 'InvalidJWT' });
