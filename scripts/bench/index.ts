@@ -23,6 +23,7 @@ import { benchClientConfig } from './client-config.js';
 import { benchDownloads } from './downloads.js';
 import { benchPaymentCallbacks } from './payment-callbacks.js';
 import { benchProjectGraph, runProjectGraphBenchAlone } from './project-graph.js';
+import { benchDataApi, runDataApiBenchAlone } from './data-api.js';
 import { bundleWorkflows } from '../../worker/bundle.js';
 import { startWorkers } from '../../worker/start.js';
 
@@ -37,6 +38,11 @@ const onlyRunPath = only('run-path');
 // `npm run bench -- --only project-graph`: the graph search section alone, on a PostgreSQL of its own.
 if (only('project-graph')) {
   await runProjectGraphBenchAlone();
+  process.exit(0);
+}
+// `npm run bench -- --only data-api`: the data API's REST reads (issue 36) alone, on servers of their own.
+if (only('data-api')) {
+  await runDataApiBenchAlone();
   process.exit(0);
 }
 
@@ -82,6 +88,8 @@ try {
     rows.push(...(await benchPaymentCallbacks(deps)));
     // Project graph (issue 24): verified search over 100,000 facts against an indexed SELECT of the same rows.
     if (!onlyPublicConfig) graphRows.push(...(await benchProjectGraph(deps.db)));
+    // Data API (issue 36): REST reads under row-level security against a plain Fastify route.
+    if (!onlyPublicConfig) rows.push(...(await benchDataApi(deps)));
   }
   if (!onlyPublicConfig) {
     // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the
