@@ -88,4 +88,11 @@ describe('data API identity', () => {
     const expired = await idp.issue(newId(), -60);
     expect(await refusal({ apikey: anonKey, authorization: `Bearer ${expired}` })).toMatchObject({ code: 'PGRST303', message: 'JWT expired' });
   });
+
+  it('a verified token is remembered only until it expires', async () => {
+    const token = await idp.issue(newId(), 1);
+    await expect(resolve({ apikey: anonKey, authorization: `Bearer ${token}` })).resolves.toMatchObject({ role: 'authenticated' });
+    await new Promise((done) => setTimeout(done, 1100));
+    expect(await refusal({ apikey: anonKey, authorization: `Bearer ${token}` })).toMatchObject({ code: 'PGRST303' });
+  });
 });
