@@ -31,8 +31,11 @@ interface Param {
   random?: () => string;
 }
 
+/** A path parameter the sweep does not vary, with the reason. */
+interface Fixed { fixed: (f: Fixtures) => string; why: string }
+
 interface Case {
-  params: Record<string, Param | { fixed: string; why: string }>;
+  params: Record<string, Param | Fixed>;
   body?: (f: Fixtures) => unknown;
   /** Default: team B's credentials the route's access row accepts (`byAccess`). */
   creds?: Cred[];
@@ -96,8 +99,9 @@ const documentId: Param = { foreign: (f) => [f.a.documentId] };
 const runId: Param = { foreign: (f) => [f.a.runId] };
 const appId: Param = { foreign: (f) => [f.a.oauthAppId] };
 const orderNo: Param = { foreign: (f) => [f.a.orderNo], random: () => `HWO2026${randomBytes(8).toString('hex').replace(/\D/g, '7').slice(0, 16)}` };
-const schedulesSpec = { fixed: '', why: 'spec 7.4: a project the caller is not a member of is 403 `no access to the project`, a missing one 404 (docs/decisions.md "Schedules")' };
-const scheduleProject = { ...schedulesSpec, fixed: 'own' };
+/** Team B's own project: spec 7.4 answers another team's project 403 on the schedule routes (exempt below). */
+const scheduleProject: Fixed = { fixed: (f) => f.b.projectId, why: 'spec 7.4: a project outside the team is 403 `no access to the project` (docs/decisions.md "Schedules")' };
+const providerName: Fixed = { fixed: () => 'openai', why: 'a provider name the team chooses, not an id' };
 
 const CASES: Record<string, Case> = {
   'GET /oauth/apps/:appId': { params: { appId }, status: 404 },
@@ -125,11 +129,11 @@ const CASES: Record<string, Case> = {
   'GET /teams/:teamId/cross-team-bindings': { params: { teamId }, status: 404 },
   'DELETE /teams/:teamId/cross-team-bindings/:bindingId': { params: { teamId, bindingId: { foreign: (f) => [f.a.crossTeamBindingId] } }, status: 404 },
   'PUT /teams/:teamId/llm-providers/:name': {
-    params: { teamId, name: { fixed: 'openai', why: 'a provider name the team chooses, not an id' } },
+    params: { teamId, name: providerName },
     body: () => ({ baseUrl: 'https://llm.example.com/v1', apiKey: 'sk-test-0123456789' }), status: 404,
   },
   'GET /teams/:teamId/llm-providers': { params: { teamId }, status: 404 },
-  'DELETE /teams/:teamId/llm-providers/:name': { params: { teamId, name: { fixed: 'openai', why: 'a provider name the team chooses, not an id' } }, status: 404 },
+  'DELETE /teams/:teamId/llm-providers/:name': { params: { teamId, name: providerName }, status: 404 },
   'GET /billing/orders/:orderId': { params: { orderId: { foreign: (f) => [f.a.billingOrderId] } }, status: 404 },
 
   'GET /api/runs/:runId/events': { params: { runId }, status: 404 },
@@ -315,7 +319,7 @@ describe("another team's ids answer exactly like random ones, on every route wit
       const valueOf = (name: string, forVaried: string) => {
         if (name === varied) return forVaried;
         const other = c.params[name]!;
-        if ('fixed' in other) return other.fixed === 'own' ? f.b.projectId : other.fixed;
+        if ('fixed' in other) return other.fixed(f);
         return other.own?.(f) ?? randomUUID();
       };
       const urlWith = (value: string) => template.replace(/:(\w+)/g, (_m, name: string) => encodeURIComponent(valueOf(name, value)));
