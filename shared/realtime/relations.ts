@@ -1,57 +1,53 @@
+import { dataApiRelations } from '../data-api/relations.js';
+import { SchemaCache } from '../data-api/schema-cache.js';
 import type { Database } from '../db/client.js';
-import { findRelationColumns } from './relation-columns-repository.js';
 
 /**
- * The relations whose row changes a client may subscribe to (CONTRACTS "Realtime": every relation
- * of the data API except `audit_logs` and `site_settings`; the view `audit_logs_with_names` has no
- * row changes of its own). To be unified with the data API's relation list once it exists.
+ * The relations whose row changes a client may subscribe to (CONTRACTS "Realtime"): the data API's
+ * relations except `audit_logs` and `site_settings`, and except views (no row changes of their own).
  */
-export const REALTIME_RELATIONS: readonly string[] = [
-  'subscriptions', 'credit_balances', 'credit_transactions', 'billing_rules', 'model_provider_costs', 'grants',
-  'api_keys', 'documents', 'deployments', 'projects', 'files', 'team_members', 'runs', 'payment_orders',
-  'project_schedules', 'romp_messages', 'assets_sessions', 'assets_items',
-];
-
-/** Columns the data API never shows: a filter on one would reveal it, so it does not exist here. */
-const HIDDEN_COLUMNS: Readonly<Record<string, readonly string[]>> = {
-  api_keys: ['key_hash'],
-};
+const NOT_REALTIME: ReadonlySet<string> = new Set(['audit_logs', 'site_settings']);
+export const REALTIME_RELATIONS: readonly string[] = dataApiRelations.filter((name) => !NOT_REALTIME.has(name));
 
 export type ColumnType = 'uuid' | 'integer' | 'number' | 'boolean' | 'text';
 export type RelationColumns = ReadonlyMap<string, ReadonlyMap<string, ColumnType>>;
 
-function columnType(dataType: string): ColumnType {
-  if (dataType === 'uuid') return 'uuid';
-  if (['smallint', 'integer', 'bigint'].includes(dataType)) return 'integer';
-  if (['numeric', 'real', 'double precision'].includes(dataType)) return 'number';
-  if (dataType === 'boolean') return 'boolean';
+function columnType(formatted: string): ColumnType {
+  if (formatted === 'uuid') return 'uuid';
+  if (['smallint', 'integer', 'bigint'].includes(formatted)) return 'integer';
+  if (formatted.startsWith('numeric') || formatted === 'real' || formatted === 'double precision') return 'number';
+  if (formatted === 'boolean') return 'boolean';
   return 'text';
 }
 
-const CACHE_MS = 60_000;
+const REFRESH_MS = 60_000;
 
 /**
- * The visible columns of each realtime relation that exists in the database, read from the catalog
- * and kept for a minute (a migration adding a column is seen without a restart).
+ * The columns a subscriber may filter on: those of the data API's schema cache that the
+ * `authenticated` role may read (a filter on a secret column, `api_keys.key_hash`, would reveal
+ * it), for each realtime relation present in the database. Read again each minute, so a migration
+ * is seen without a restart.
  */
 export class RelationCatalog {
-  private cached: { at: number; value: Promise<RelationColumns> } | null = null;
-  constructor(private readonly db: Database) {}
+  private readonly schema: SchemaCache;
+  private loadedAt = 0;
 
-  columns(): Promise<RelationColumns> {
-    if (this.cached && Date.now() - this.cached.at < CACHE_MS) return this.cached.value;
-    const value = findRelationColumns(this.db, REALTIME_RELATIONS).then((rows) => {
-      const map = new Map<string, Map<string, ColumnType>>();
-      for (const row of rows) {
-        if (HIDDEN_COLUMNS[row.table_name]?.includes(row.column_name)) continue;
-        const table = map.get(row.table_name) ?? new Map<string, ColumnType>();
-        table.set(row.column_name, columnType(row.data_type));
-        map.set(row.table_name, table);
-      }
-      return map as RelationColumns;
-    });
-    value.catch(() => { this.cached = null; });
-    this.cached = { at: Date.now(), value };
-    return value;
+  constructor(db: Database) {
+    this.schema = new SchemaCache(db);
+  }
+
+  async columns(): Promise<RelationColumns> {
+    if (Date.now() - this.loadedAt > REFRESH_MS) {
+      this.schema.invalidate();
+      this.loadedAt = Date.now();
+    }
+    const { relations } = await this.schema.get();
+    const result = new Map<string, Map<string, ColumnType>>();
+    for (const name of REALTIME_RELATIONS) {
+      const relation = relations.get(name);
+      if (!relation || relation.isView) continue;
+      result.set(name, new Map([...relation.columns.values()].filter((c) => c.visible).map((c) => [c.name, columnType(c.type)])));
+    }
+    return result;
   }
 }
