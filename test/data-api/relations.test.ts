@@ -44,7 +44,11 @@ let pool: pg.Pool;
 const service = async (text: string, values: unknown[] = []): Promise<Row[]> => (await pool.query(text, values)).rows as Row[];
 
 /** A refusal as supabase-js reports it. */
-const refused = (status: number, code: string) => ({ status, error: expect.objectContaining({ code }) });
+const refused = (status: number, code: string, message: unknown) => ({ status, error: expect.objectContaining({ code, message }) });
+/** No privilege on the relation or column (the anon key: 401, a user: 403). */
+const deniedOn = (relation: string, status = 403) => refused(status, '42501', `permission denied for ${['payment_orders', 'project_schedules', 'grants'].includes(relation) ? 'view' : 'table'} ${relation}`);
+/** A row the policies do not let this caller write. */
+const policyRefuses = (relation: string) => refused(403, '42501', `new row violates row-level security policy for table "${relation}"`);
 const outcome = async (query: PromiseLike<{ status: number; error: unknown; data: unknown }>) => {
   const { status, error, data } = await query;
   return { status, error, data };
@@ -118,7 +122,7 @@ describe('the contract\'s relations through supabase-js', () => {
     expect(await readers('subscriptions', 'id', a.subscription)).toEqual(membersOnly);
     const { data } = await as(a.member).from('subscriptions').select('id, team_id, plan_code, status, current_period_start, current_period_end, cancel_at_period_end').single();
     expect(data).toMatchObject({ id: a.subscription, team_id: a.team, plan_code: 'pro', status: 'active', cancel_at_period_end: false });
-    expect(await outcome(as(a.owner).from('subscriptions').update({ status: 'canceled' }).eq('id', a.subscription))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(a.owner).from('subscriptions').update({ status: 'canceled' }).eq('id', a.subscription))).toMatchObject(deniedOn('subscriptions'));
     expect(await service('SELECT status FROM subscriptions WHERE id = $1', [a.subscription])).toEqual([{ status: 'active' }]);
   });
 
@@ -137,7 +141,7 @@ describe('the contract\'s relations through supabase-js', () => {
     const { data } = await as(a.member).from('credit_transactions').select('id, team_id, amount_milli, reason, created_at').eq('id', a.transaction).single();
     expect(data).toMatchObject({ id: a.transaction, team_id: a.team, amount_milli: -300, reason: 'run' });
     const before = await service('SELECT count(*)::int AS n FROM credit_transactions');
-    expect(await outcome(as(a.owner).from('credit_transactions').insert({ team_id: a.team, amount_milli: 1000000, reason: 'gift' }))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(a.owner).from('credit_transactions').insert({ team_id: a.team, amount_milli: 1000000, reason: 'gift' }))).toMatchObject(deniedOn('credit_transactions'));
     expect(await service('SELECT count(*)::int AS n FROM credit_transactions')).toEqual(before);
   });
 
@@ -180,8 +184,8 @@ describe('the contract\'s relations through supabase-js', () => {
     expect(inserted.error).toBeNull();
     expect(inserted.status).toBe(201);
     expect(await service('SELECT actor_id, metadata FROM audit_logs WHERE target_id = $1', [target])).toEqual([{ actor_id: a.member, metadata: { from: 'editor' } }]);
-    expect(await outcome(as(a.owner).from('audit_logs').select('id'))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(anon().from('audit_logs').select('id'))).toMatchObject(refused(401, '42501'));
+    expect(await outcome(as(a.owner).from('audit_logs').select('id'))).toMatchObject(deniedOn('audit_logs'));
+    expect(await outcome(anon().from('audit_logs').select('id'))).toMatchObject(deniedOn('audit_logs', 401));
   });
 
   it('audit_logs_with_names: the team\'s admins read its audit trail with the actor\'s name and email', async () => {
@@ -206,7 +210,7 @@ describe('the contract\'s relations through supabase-js', () => {
     expect(upserted.error).toBeNull();
     expect(upserted.data).toEqual({ key: 'run.max_timeout_seconds', value: 120 });
     expect(await readers('site_settings', 'key', 'run.max_timeout_seconds')).toEqual({ member: 0, admin: 0, platform: 1, outsider: 0, anon: 0 });
-    expect(await outcome(as(platform).from('site_settings').upsert({ key: 'run.max_timeout_seconds', value: -5 }))).toMatchObject(refused(400, '23514'));
+    expect(await outcome(as(platform).from('site_settings').upsert({ key: 'run.max_timeout_seconds', value: -5 }))).toMatchObject(refused(400, '23514', expect.stringContaining('run.max_timeout_seconds')));
     expect(await service(`SELECT value FROM site_settings WHERE key = 'run.max_timeout_seconds'`)).toEqual([{ value: 120 }]);
     const removed = await as(platform).from('site_settings').delete().eq('key', 'run.max_timeout_seconds').select('key');
     expect(removed.data).toEqual([{ key: 'run.max_timeout_seconds' }]);
@@ -216,7 +220,7 @@ describe('the contract\'s relations through supabase-js', () => {
     ['documents', 'document'], ['deployments', 'deployment'], ['projects', 'project'], ['files', 'file'],
   ] as const)('%s: members read their team\'s rows; nobody writes', async (relation, id) => {
     expect(await readers(relation, 'id', a[id])).toEqual(membersOnly);
-    expect(await outcome(as(a.owner).from(relation).update({ deleted_at: new Date().toISOString() }).eq('id', a[id]))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(a.owner).from(relation).update({ deleted_at: new Date().toISOString() }).eq('id', a[id]))).toMatchObject(deniedOn(relation));
     expect(await service(`SELECT deleted_at FROM ${relation} WHERE id = $1`, [a[id]])).toEqual([{ deleted_at: null }]);
   });
 
@@ -224,7 +228,7 @@ describe('the contract\'s relations through supabase-js', () => {
     expect(await readers('team_members', 'user_id', a.member)).toEqual(membersOnly);
     const { data } = await as(a.member).from('team_members').select('user_id, role').order('role');
     expect(data).toEqual([{ user_id: a.member, role: 'member' }, { user_id: a.owner, role: 'owner' }]);
-    expect(await outcome(as(b.owner).from('team_members').insert({ team_id: a.team, user_id: b.owner, role: 'owner' }))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(b.owner).from('team_members').insert({ team_id: a.team, user_id: b.owner, role: 'owner' }))).toMatchObject(deniedOn('team_members'));
     expect(await service('SELECT count(*)::int AS n FROM team_members WHERE team_id = $1', [a.team])).toEqual([{ n: 2 }]);
   });
 
@@ -276,8 +280,8 @@ describe('the contract\'s relations through supabase-js', () => {
     expect(error).toBeNull();
     expect(data).toEqual([{ day: today, runs: 1, credits_milli: 300 }]);
     expect((await as(a.agentUser).rpc('get_usage_heatmap', { p_team_id: a.team, p_days: 7 })).data).toEqual([{ day: today, runs: 1, credits_milli: 300 }]);
-    expect(await outcome(as(b.owner).rpc('get_usage_heatmap', { p_team_id: a.team }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(anon().rpc('get_usage_heatmap', { p_team_id: a.team }))).toMatchObject(refused(401, '42501'));
+    expect(await outcome(as(b.owner).rpc('get_usage_heatmap', { p_team_id: a.team }))).toMatchObject(refused(403, '42501', `permission denied for team ${a.team}`));
+    expect(await outcome(anon().rpc('get_usage_heatmap', { p_team_id: a.team }))).toMatchObject(refused(401, '42501', `permission denied for team ${a.team}`));
   });
 
   it('delete_api_key: an admin soft-deletes a key of the team, which stops working at the HTTP API at once', async () => {
@@ -335,69 +339,70 @@ describe('bad inputs through supabase-js: each refused, nothing changes', () => 
   });
 
   it('a member who is not an admin changes nothing on credit_balances or api_keys', async () => {
+    const state = () => service('SELECT (SELECT auto_topup_threshold_milli FROM credit_balances WHERE team_id = $1) AS t, (SELECT limit_credits FROM api_keys WHERE id = $2) AS l', [a.team, a.key]);
+    const before = await state();
     const balance = await as(a.member).from('credit_balances').update({ auto_topup_threshold_milli: 7 }).eq('team_id', a.team).select('team_id');
     expect([balance.error, balance.data]).toEqual([null, []]);
     const key = await as(a.member).from('api_keys').update({ limit_credits: 1 }).eq('id', a.key).select('id');
     expect([key.error, key.data]).toEqual([null, []]);
-    expect(await service('SELECT (SELECT auto_topup_threshold_milli FROM credit_balances WHERE team_id = $1) AS t, (SELECT limit_credits FROM api_keys WHERE id = $2) AS l', [a.team, a.key]))
-      .not.toEqual([{ t: 7, l: 1 }]);
+    expect(await state()).toEqual(before);
   });
 
   it('columns outside the grant are refused: balance_milli, key_hash, usage_credits', async () => {
     const before = await service('SELECT (SELECT balance_milli FROM credit_balances WHERE team_id = $1) AS b, (SELECT usage_credits FROM api_keys WHERE id = $2) AS u, (SELECT key_hash FROM api_keys WHERE id = $2) AS h', [a.team, a.key]);
-    expect(await outcome(as(a.owner).from('credit_balances').update({ balance_milli: 999999999 }).eq('team_id', a.team))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.owner).from('api_keys').update({ usage_credits: 0 }).eq('id', a.key))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.owner).from('api_keys').update({ key_hash: 'x' }).eq('id', a.key))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.owner).from('api_keys').select('key_hash').eq('id', a.key))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.owner).from('api_keys').insert({ team_id: a.team, created_by: a.owner, name: 'mine' }))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(a.owner).from('credit_balances').update({ balance_milli: 999999999 }).eq('team_id', a.team))).toMatchObject(deniedOn('credit_balances'));
+    expect(await outcome(as(a.owner).from('api_keys').update({ usage_credits: 0 }).eq('id', a.key))).toMatchObject(deniedOn('api_keys'));
+    expect(await outcome(as(a.owner).from('api_keys').update({ key_hash: 'x' }).eq('id', a.key))).toMatchObject(deniedOn('api_keys'));
+    expect(await outcome(as(a.owner).from('api_keys').select('key_hash').eq('id', a.key))).toMatchObject(deniedOn('api_keys'));
+    expect(await outcome(as(a.owner).from('api_keys').insert({ team_id: a.team, created_by: a.owner, name: 'mine' }))).toMatchObject(deniedOn('api_keys'));
     expect(await service('SELECT (SELECT balance_milli FROM credit_balances WHERE team_id = $1) AS b, (SELECT usage_credits FROM api_keys WHERE id = $2) AS u, (SELECT key_hash FROM api_keys WHERE id = $2) AS h', [a.team, a.key])).toEqual(before);
   });
 
   it('inserting an audit row as someone else, or into another team, is refused', async () => {
     const before = await service('SELECT count(*)::int AS n FROM audit_logs');
-    expect(await outcome(as(a.member).from('audit_logs').insert({ team_id: a.team, actor_id: a.owner, action: 'forged' }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.member).from('audit_logs').insert({ team_id: b.team, action: 'intrude' }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(anon().from('audit_logs').insert({ team_id: a.team, actor_id: a.owner, action: 'anon' }))).toMatchObject(refused(401, '42501'));
+    expect(await outcome(as(a.member).from('audit_logs').insert({ team_id: a.team, actor_id: a.owner, action: 'forged' }))).toMatchObject(policyRefuses('audit_logs'));
+    expect(await outcome(as(a.member).from('audit_logs').insert({ team_id: b.team, action: 'intrude' }))).toMatchObject(policyRefuses('audit_logs'));
+    expect(await outcome(anon().from('audit_logs').insert({ team_id: a.team, actor_id: a.owner, action: 'anon' }))).toMatchObject(deniedOn('audit_logs', 401));
     expect(await service('SELECT count(*)::int AS n FROM audit_logs')).toEqual(before);
   });
 
   it('DELETE on billing_rules is refused, even to a platform admin; others cannot insert', async () => {
     const before = await service('SELECT id, value, deleted_at FROM billing_rules ORDER BY id');
-    expect(await outcome(as(platform).from('billing_rules').delete().eq('rule_key', 'runBaseMilli'))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.owner).from('billing_rules').insert({ rule_key: 'llmPer1kTokensMilli', value: 0 }))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(platform).from('billing_rules').delete().eq('rule_key', 'runBaseMilli'))).toMatchObject(deniedOn('billing_rules'));
+    expect(await outcome(as(a.owner).from('billing_rules').insert({ rule_key: 'llmPer1kTokensMilli', value: 0 }))).toMatchObject(policyRefuses('billing_rules'));
     expect(await service('SELECT id, value, deleted_at FROM billing_rules ORDER BY id')).toEqual(before);
   });
 
   it('model_provider_costs and site_settings refuse everyone but platform admins', async () => {
     const before = await service('SELECT (SELECT count(*) FROM model_provider_costs) AS c, (SELECT count(*) FROM site_settings) AS s');
     expect(await outcome(as(a.owner).from('model_provider_costs').upsert({ provider: 'x', model: 'y', input_cost_per_mtok: 0, output_cost_per_mtok: 0 }, { onConflict: 'provider,model' })))
-      .toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.owner).from('site_settings').upsert({ key: 'run.max_timeout_seconds', value: 1 }))).toMatchObject(refused(403, '42501'));
+      .toMatchObject(policyRefuses('model_provider_costs'));
+    expect(await outcome(as(a.owner).from('site_settings').upsert({ key: 'run.max_timeout_seconds', value: 1 }))).toMatchObject(policyRefuses('site_settings'));
     expect(await service('SELECT (SELECT count(*) FROM model_provider_costs) AS c, (SELECT count(*) FROM site_settings) AS s')).toEqual(before);
   });
 
   it('romp_messages: a switch off, another sender, or a stranger to the binding is refused', async () => {
     const before = await service('SELECT count(*)::int AS n FROM romp_messages');
     await service('UPDATE agent_bindings SET can_send = false WHERE id = $1', [a.binding]);
-    expect(await outcome(as(a.agentUser).from('romp_messages').insert({ binding_id: a.binding, body: 'muted' }))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(a.agentUser).from('romp_messages').insert({ binding_id: a.binding, body: 'muted' }))).toMatchObject(policyRefuses('romp_messages'));
     await service('UPDATE agent_bindings SET can_send = true WHERE id = $1', [a.binding]);
-    expect(await outcome(as(a.member).from('romp_messages').insert({ binding_id: a.binding, sender_user_id: a.agentUser, body: 'spoof' }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(b.owner).from('romp_messages').insert({ binding_id: a.binding, body: 'hi' }))).toMatchObject(refused(403, '42501'));
+    expect(await outcome(as(a.member).from('romp_messages').insert({ binding_id: a.binding, sender_user_id: a.agentUser, body: 'spoof' }))).toMatchObject(policyRefuses('romp_messages'));
+    expect(await outcome(as(b.owner).from('romp_messages').insert({ binding_id: a.binding, body: 'hi' }))).toMatchObject(policyRefuses('romp_messages'));
     expect(await service('SELECT count(*)::int AS n FROM romp_messages')).toEqual(before);
   });
 
   it('assets: another team\'s session, project or file is refused', async () => {
     const before = await service('SELECT (SELECT count(*) FROM assets_sessions) AS s, (SELECT count(*) FROM assets_items) AS i');
-    expect(await outcome(as(a.member).from('assets_sessions').insert({ team_id: b.team, project_id: b.project }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.member).from('assets_sessions').insert({ team_id: a.team, project_id: b.project }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(a.member).from('assets_items').insert({ session_id: a.session, file_id: b.file }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(anon().from('assets_sessions').insert({ team_id: a.team, project_id: a.project }))).toMatchObject(refused(401, '42501'));
+    expect(await outcome(as(a.member).from('assets_sessions').insert({ team_id: b.team, project_id: b.project }))).toMatchObject(policyRefuses('assets_sessions'));
+    expect(await outcome(as(a.member).from('assets_sessions').insert({ team_id: a.team, project_id: b.project }))).toMatchObject(policyRefuses('assets_sessions'));
+    expect(await outcome(as(a.member).from('assets_items').insert({ session_id: a.session, file_id: b.file }))).toMatchObject(policyRefuses('assets_items'));
+    expect(await outcome(anon().from('assets_sessions').insert({ team_id: a.team, project_id: a.project }))).toMatchObject(deniedOn('assets_sessions', 401));
     expect(await service('SELECT (SELECT count(*) FROM assets_sessions) AS s, (SELECT count(*) FROM assets_items) AS i')).toEqual(before);
   });
 
   it('delete_api_key: a member who is not an admin (403) and another team\'s admin (404) change nothing', async () => {
-    expect(await outcome(as(a.member).rpc('delete_api_key', { p_key_id: a.key }))).toMatchObject(refused(403, '42501'));
-    expect(await outcome(as(b.owner).rpc('delete_api_key', { p_key_id: a.key }))).toMatchObject(refused(404, 'P0002'));
+    expect(await outcome(as(a.member).rpc('delete_api_key', { p_key_id: a.key }))).toMatchObject(refused(403, '42501', 'only the team owner or admin can delete an API key'));
+    expect(await outcome(as(b.owner).rpc('delete_api_key', { p_key_id: a.key }))).toMatchObject(refused(404, 'P0002', 'API key not found'));
     expect(await service('SELECT deleted_at FROM api_keys WHERE id = $1', [a.key])).toEqual([{ deleted_at: null }]);
   });
 });
