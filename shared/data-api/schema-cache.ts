@@ -40,10 +40,12 @@ export interface Schema {
  */
 export class SchemaCache {
   private current: Promise<Schema> | null = null;
+  private loadedAt = 0;
 
   constructor(private readonly db: Database) {}
 
   get(): Promise<Schema> {
+    if (!this.current) this.loadedAt = Date.now();
     this.current ??= load(this.db).catch((error: unknown) => {
       this.current = null;
       throw error;
@@ -51,8 +53,9 @@ export class SchemaCache {
     return this.current;
   }
 
+  /** Read the catalog again on next use; at most every 5 s, so failing requests cannot make it a loop. */
   invalidate(): void {
-    this.current = null;
+    if (Date.now() - this.loadedAt >= 5_000) this.current = null;
   }
 }
 

@@ -232,10 +232,11 @@ describe('reads', () => {
     expect(results[2]!.error).toMatchObject({ code: '22P02' });
     // Hold every connection of the pool (size 5) at once and ask each who it is.
     const seen = await Promise.all(Array.from({ length: 5 }, () => stack.db.connection().execute(async (connection) =>
-      (await sql<{ who: string; claims: string | null }>`select current_user as who, current_setting('request.jwt.claims', true) as claims, pg_sleep(0.05)`.execute(connection)).rows[0]!)));
-    for (const { who, claims } of seen) {
+      (await sql<{ who: string; claims: string | null; timeout: string }>`select current_user as who, current_setting('request.jwt.claims', true) as claims, current_setting('statement_timeout') as timeout, pg_sleep(0.05)`.execute(connection)).rows[0]!)));
+    for (const { who, claims, timeout } of seen) {
       expect(['anon', 'authenticated']).not.toContain(who);
       expect(claims ?? '').toBe('');
+      expect(timeout).toBe('0');
     }
   });
 });
