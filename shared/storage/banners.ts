@@ -6,6 +6,7 @@ import {
   replaceStorageObjectBytes, type StorageObjectRow,
 } from './banners-repository.js';
 import type { FileStore } from './file-store.js';
+import { normalizeContentType } from './service.js';
 
 // The data API's storage (CONTRACTS.md "Frontend data access", docs/storage.md "Data API storage"):
 // the storage protocol supabase-js speaks, on the service's own object store. One bucket, `banners`,
@@ -54,15 +55,17 @@ export function isValidObjectName(name: string): boolean {
   return name.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
 }
 
-const MIME = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
-
-/** The uploader's content type (parameters such as charset kept), or `application/octet-stream` when absent or malformed. */
+/**
+ * The uploader's content type with its parameters (a text banner keeps its charset) when its type is
+ * well formed; otherwise what uploads store (`normalizeContentType`: the bare type, or
+ * `application/octet-stream`).
+ */
 export function objectContentType(given: string | undefined): string {
-  const value = (given ?? '').trim();
-  const type = value.split(';')[0]!.trim().toLowerCase();
-  if (!MIME.test(type)) return 'application/octet-stream';
+  const type = normalizeContentType(given);
+  const full = (given ?? '').trim();
   // eslint-disable-next-line no-control-regex
-  return value.length <= 255 && !/[\u0000-\u001f\u007f]/.test(value) ? value : type;
+  const keepsParameters = full.toLowerCase().startsWith(`${type};`) && full.length <= 255 && !/[\u0000-\u001f\u007f]/.test(full);
+  return keepsParameters ? full : type;
 }
 
 /** `Cache-Control` from the upload's `cacheControl` (seconds, supabase-js sends "3600") or its `max-age=N` header. */

@@ -89,6 +89,17 @@ describe('storage with supabase-js', () => {
     expect(served.bytes.toString()).toBe('<svg/>');
   });
 
+  it('a content type with parameters keeps them (supabase-js\'s default text/plain;charset=UTF-8); a type in capitals is lowercased', async () => {
+    const name = uniqueName('text');
+    const { error } = await client('alice').storage.from('banners').upload(name, Buffer.from('héllo'));
+    expect(error).toBeNull();
+    expect((await publicObject(name)).headers.get('content-type')).toBe('text/plain;charset=UTF-8');
+    const odd = uniqueName('odd');
+    const res = await raw(`/storage/v1/object/banners/${odd}`, { method: 'POST', headers: { ...auth('alice'), 'content-type': 'IMAGE/PNG' }, body: 'x' });
+    expect(res.status).toBe(200);
+    expect((await publicObject(odd)).headers.get('content-type')).toBe('image/png');
+  });
+
   it('the uploader overwrites with upsert or update (same id, new bytes); without upsert a taken name is 409 and unchanged', async () => {
     const name = uniqueName();
     const first = await aliceUploads(name);
