@@ -95,7 +95,8 @@ const byAccess: Partial<Record<AccessRuleName, Cred[]>> = {
 
 const teamId: Param = { foreign: (f) => [f.a.teamId], own: (f) => f.b.teamId };
 const projectId: Param = { foreign: (f) => [f.a.projectId], own: (f) => f.b.projectId };
-const documentId: Param = { foreign: (f) => [f.a.documentId] };
+/** A's private document and its public one: a public app is runnable by anyone, not manageable. */
+const documentId: Param = { foreign: (f) => [f.a.documentId, f.a.publicDocumentId] };
 const runId: Param = { foreign: (f) => [f.a.runId] };
 const appId: Param = { foreign: (f) => [f.a.oauthAppId] };
 const orderNo: Param = { foreign: (f) => [f.a.orderNo], random: () => `HWO2026${randomBytes(8).toString('hex').replace(/\D/g, '7').slice(0, 16)}` };
@@ -140,7 +141,7 @@ const CASES: Record<string, Case> = {
   'POST /api/runs/:runId/cancel': { params: { runId }, status: 404 },
   'GET /runs/:runId': { params: { runId }, status: 404 },
   'GET /v1/runs/:id': { params: { id: runId }, status: 404 },
-  'GET /v1/workflows/:id/runs': { params: { id: { foreign: (f) => [f.a.documentId, f.a.deploymentId] } }, status: 404 },
+  'GET /v1/workflows/:id/runs': { params: { id: { foreign: (f) => [f.a.documentId, f.a.deploymentId, f.a.publicDocumentId, f.a.publicDeploymentId] } }, status: 404 },
 
   'POST /projects/:projectId/documents': { params: { projectId }, body: () => ({ name: 'Mine now', graph: exampleGraph }), status: 404 },
   'GET /projects/:projectId/documents': { params: { projectId }, status: 404 },
@@ -211,6 +212,8 @@ async function makeFixtures(stack: TestStack) {
     return res.json();
   };
 
+  const publicDocument = await createDocument(stack.db, operator, { projectId: a.projectId, name: 'A public app', graph: exampleGraph });
+  const publicDeployment = await publishDocument(stack.db, operator, publicDocument.id, { visibility: 'public' });
   const agent = (await inject('POST', `/teams/${a.teamId}/agents`, { name: 'A agent', permissions: ['GET /my'] })).agent;
   const binding = await inject('POST', `/teams/${a.teamId}/agents/${agent.id}/tokens`, {});
   const key = await make.apiKey(a.teamId, a.owner.id);
@@ -249,7 +252,7 @@ async function makeFixtures(stack: TestStack) {
   return {
     hw,
     a: {
-      ...a, agentId: agent.id as string, agentBindingId: binding.bindingId as string, apiKeyId: key.id, crossTeamBindingId: crossTeam.id as string,
+      ...a, publicDocumentId: publicDocument.id, publicDeploymentId: publicDeployment.id, agentId: agent.id as string, agentBindingId: binding.bindingId as string, apiKeyId: key.id, crossTeamBindingId: crossTeam.id as string,
       scheduleId: schedule.id as string, releaseId: release.id as string, runId, graphJobId, connectionId, oauthAppId: oauth.appId,
       billingOrderId: billingOrder.orderId, orderNo, discountCode,
     },
