@@ -18,7 +18,9 @@ export interface Realtime {
   readonly hub: RealtimeHub;
   /** Takes over an upgraded websocket whose anon key was checked. */
   accept(ws: WebSocket, vsn: Vsn, apikey: string): RealtimeSocket;
-  /** Closes every socket (1001), says goodbye on the bus and stops listening. */
+  /** Closes every socket (1001, "going away"): synchronous, so a shutdown stops listening at once. */
+  closeSockets(): void;
+  /** Closes what is left open, says goodbye on the bus and stops listening. */
   close(): Promise<void>;
 }
 
@@ -65,6 +67,10 @@ export async function startRealtime(deps: {
   const changes = new ChangeSubscriptions<JoinedChannel>();
   const catalog = new RelationCatalog(deps.db);
   const sockets = new Set<RealtimeSocket>();
+  const closeSockets = () => {
+    for (const socket of sockets) socket.close();
+    sockets.clear();
+  };
 
   return {
     limits, changes, hub,
@@ -74,10 +80,10 @@ export async function startRealtime(deps: {
       ws.on('close', () => sockets.delete(socket));
       return socket;
     },
+    closeSockets,
     async close() {
       stopped = true;
-      for (const socket of sockets) socket.close();
-      sockets.clear();
+      closeSockets();
       await hub.close().catch(() => {});
       if (bus instanceof PgBus) bus.close();
       await starting;

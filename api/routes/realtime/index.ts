@@ -22,10 +22,13 @@ export const realtimeRoutes: FastifyPluginAsync<AppDeps & { realtimeLimits?: Par
     limits: deps.realtimeLimits,
     log: (message, fields) => app.log.warn(fields ?? {}, message),
   });
+  // Sockets close as the shutdown starts (preClose must not wait: the listener closes after it);
+  // the goodbye on the bus and the listening connection go once the server has stopped.
   await app.register(websocket, {
     options: { maxPayload: realtime.limits.maxFrameBytes },
-    preClose: async () => { await realtime.close(); },
+    preClose: (done) => { realtime.closeSockets(); done(); },
   });
+  app.addHook('onClose', async () => { await realtime.close(); });
 
   app.get('/realtime/v1/websocket', {
     websocket: true,
