@@ -366,6 +366,15 @@ describe('bad inputs through supabase-js: each refused, nothing changes', () => 
     expect(await service('SELECT count(*)::int AS n FROM audit_logs')).toEqual(before);
   });
 
+  it('an audit row whose metadata is not a JSON object, or whose target_id is not a uuid, is refused', async () => {
+    const before = await service('SELECT count(*)::int AS n FROM audit_logs');
+    expect(await outcome(as(a.member).from('audit_logs').insert({ team_id: a.team, action: 'x', metadata: ['not', 'an', 'object'] })))
+      .toMatchObject(refused(400, '23514', 'new row for relation "audit_logs" violates check constraint "audit_logs_metadata_check"'));
+    expect(await outcome(as(a.member).from('audit_logs').insert({ team_id: a.team, action: 'x', target_id: 'doc-1' })))
+      .toMatchObject(refused(400, '22P02', 'invalid input syntax for type uuid: "doc-1"'));
+    expect(await service('SELECT count(*)::int AS n FROM audit_logs')).toEqual(before);
+  });
+
   it('DELETE on billing_rules is refused, even to a platform admin; others cannot insert', async () => {
     const before = await service('SELECT id, value, deleted_at FROM billing_rules ORDER BY id');
     expect(await outcome(as(platform).from('billing_rules').delete().eq('rule_key', 'runBaseMilli'))).toMatchObject(deniedOn('billing_rules'));
