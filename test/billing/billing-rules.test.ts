@@ -1,12 +1,16 @@
+import type { AddressInfo } from 'node:net';
+import { createClient } from '@supabase/supabase-js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/documents/graph.js';
 import { BillingRulesCache, currentBillingRules, validateBillingRule } from '../../shared/billing/billing-rules.js';
+import { anonKeysOf } from '../../shared/data-api/identity.js';
 import { publishDirect } from '../harness/apps.js';
 import { runCli } from '../harness/cli.js';
 import { credentialFactory } from '../harness/credentials.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { until } from '../harness/until.js';
+import WebSocket from 'ws';
 
 // billing_rules is the source of the run prices (docs/billing.md "Price rules"): a row written
 // anywhere (here plain SQL, as a data-API write or psql would) reaches the running API through the
@@ -56,6 +60,41 @@ describe('billing_rules drives pricing', () => {
     await runOnce(who);
 
     expect(await runCharges(team.id)).toEqual([{ amount_milli: -10 }, { amount_milli: -37 }, { amount_milli: -5 }, { amount_milli: -10 }]);
+  });
+
+  it('through the data API: a platform administrator\'s insert and update price the next run; a bad value or a non-admin is refused, nothing changes', async () => {
+    await stack.app.listen({ port: 0, host: '127.0.0.1' });
+    const origin = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
+    const anonKey = anonKeysOf(stack.deps.secrets).current!;
+    const admin = await make.user('platform-admin');
+    await stack.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', admin.id).execute();
+    const someone = await make.user('someone');
+    const as = (userId: string) => createClient(origin, anonKey, { accessToken: async () => make.jwt(userId), realtime: { transport: WebSocket as never } });
+    const { team, apiKey } = await make.fundedTenant(100_000);
+    const { deploymentId } = await publishDirect(stack.db, plain, { teamId: team.id });
+    const who = { teamId: team.id, apiKey, deploymentId };
+    await stack.db.updateTable('billing_rules').set({ deleted_at: sql<Date>`now()` as never }).where('deleted_at', 'is', null).execute();
+
+    const inserted = await as(admin.id).from('billing_rules').insert({ rule_key: 'runBaseMilli', value: 23 }).select('id, rule_key, value').single();
+    expect(inserted.error).toBeNull();
+    await until(async () => (await currentBillingRules(stack.deps)).runBaseMilli === 23, 5000, 'the data API insert reaching the cache');
+    await runOnce(who);
+    const updated = await as(admin.id).from('billing_rules').update({ value: 24 }).eq('rule_key', 'runBaseMilli').is('deleted_at', null).select('value');
+    expect(updated.error).toBeNull();
+    await until(async () => (await currentBillingRules(stack.deps)).runBaseMilli === 24, 5000, 'the data API update reaching the cache');
+    await runOnce(who);
+    expect(await runCharges(team.id)).toEqual([{ amount_milli: -23 }, { amount_milli: -24 }]);
+
+    const before = await liveRules();
+    const negative = await as(admin.id).from('billing_rules').update({ value: -1 }).eq('rule_key', 'runBaseMilli').is('deleted_at', null);
+    expect(negative.error?.message).toMatch(/runBaseMilli/);
+    const unknown = await as(admin.id).from('billing_rules').insert({ rule_key: 'freeLunch', value: 0 });
+    expect(unknown.error?.message).toMatch(/Unknown billing rule "freeLunch"/);
+    const notAdmin = await as(someone.id).from('billing_rules').update({ value: 1 }).eq('rule_key', 'runBaseMilli').is('deleted_at', null).select('id');
+    expect(notAdmin.data ?? []).toEqual([]); // RLS: the row is not theirs to update
+    expect(await liveRules()).toEqual(before);
+    expect((await currentBillingRules(stack.deps)).runBaseMilli).toBe(24);
+    await stack.db.updateTable('billing_rules').set({ deleted_at: sql<Date>`now()` as never }).where('deleted_at', 'is', null).execute();
   });
 
   it('reads are served from memory until a change is reported', async () => {
