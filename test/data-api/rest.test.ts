@@ -192,6 +192,31 @@ describe('reads', () => {
     expect(within.data).toEqual([{ key }]);
   });
 
+  it('filters arrays with ov and cs, text with match and imatch, and isdistinct', async () => {
+    const { appId } = await factory.oauthToken(owner.id, ['runs:write', 'documents:read']);
+    const grants = () => db().from('grants').select('scopes').eq('app_id', appId);
+    expect((await grants().overlaps('scopes', ['documents:read', 'nothing'])).data).toEqual([{ scopes: ['runs:write', 'documents:read'] }]);
+    expect((await grants().contains('scopes', ['runs:write'])).data).toHaveLength(1);
+    expect((await grants().overlaps('scopes', ['nothing'])).data).toEqual([]);
+    const names = async (filter: string) => (await raw(`/rest/v1/projects?select=name&team_id=eq.${teamId}&${filter}&order=name`)).body;
+    expect(await names('name=match.^[AB]')).toEqual([{ name: 'Alpha' }, { name: 'Beta' }]);
+    expect(await names('name=imatch.^g')).toEqual([{ name: 'Gamma' }]);
+    expect(await names('system_purpose=isdistinct.x')).toEqual([{ name: 'Alpha' }, { name: 'Beta' }, { name: 'Gamma' }]);
+  });
+
+  it('answers a CORS preflight from any origin with the headers supabase-js sends', async () => {
+    const response = await fetch(`${origin}/rest/v1/projects`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'apikey,authorization,content-type,prefer,x-client-info' },
+    });
+    expect(response.status).toBe(204);
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(response.headers.get('access-control-allow-methods')).toContain('PATCH');
+    expect(response.headers.get('access-control-allow-headers')).toContain('prefer');
+    const read = await fetch(`${origin}/rest/v1/projects?select=id`, { headers: { origin: 'https://app.example.com', apikey: anonKey } });
+    expect(read.headers.get('access-control-expose-headers')).toContain('content-range');
+  });
+
   it('orders, pages with range, counts exactly with Content-Range, answers HEAD', async () => {
     const page = await db().from('projects').select('name', { count: 'exact' }).in('id', projectIds).order('name', { ascending: false }).range(1, 2);
     expect(page.error).toBeNull();
