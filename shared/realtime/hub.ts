@@ -48,8 +48,8 @@ export class RealtimeHub {
     if (sinks.size === 0) this.topics.delete(sink.topic);
   }
 
-  /** A member's broadcast: to this process's subscribers now (the sender only with `self`), then to the others. */
-  broadcast(message: BroadcastMessage, from: ChannelSink): void {
+  /** A member's broadcast: to this process's subscribers now (the sending channel only with `self`; null: sent over HTTP), then to the others. */
+  broadcast(message: BroadcastMessage, from: ChannelSink | null): void {
     this.deliverBroadcast(message, from);
     this.bus.publish({ k: 'b', topic: message.topic, event: message.event, enc: message.encoding, data: message.encoding === 'json' ? message.bytes.toString('utf8') : message.bytes.toString('base64') });
   }

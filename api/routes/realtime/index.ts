@@ -1,17 +1,25 @@
+import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { createDataApiIdentity } from '../../../shared/data-api/identity.js';
 import { DataApiError } from '../../../shared/data-api/errors.js';
+import { createHttpBroadcast } from '../../../shared/realtime/http-broadcast.js';
 import { startRealtime, vsnOf } from '../../../shared/realtime/service.js';
 import type { RealtimeLimits } from '../../../shared/realtime/limits.js';
 import type { AppDeps } from '../../deps.js';
+
+/** A data-API refusal in PostgREST's shape; anything else is the service's own error. */
+function answer(reply: FastifyReply, error: unknown) {
+  if (error instanceof DataApiError) return reply.code(error.status).send(error.body);
+  throw error;
+}
 
 /**
  * `/realtime/v1/websocket`: the data platform's realtime (Phoenix channels) for the unmodified
  * supabase-js (docs/realtime.md). The anon key comes as the `apikey` query parameter and is
  * checked before the upgrade (401 in PostgREST's shape otherwise); the user JWT comes in each
- * join's `access_token`. Graceful shutdown closes every socket with 1001 so clients reconnect to
- * another process.
+ * join's `access_token`. `/realtime/v1/api/broadcast` is the HTTP broadcast supabase-js falls back
+ * to. Hidden from the OpenAPI document: it is a protocol, described in docs/realtime.md.
  */
 export const realtimeRoutes: FastifyPluginAsync<AppDeps & { realtimeLimits?: Partial<RealtimeLimits> }> = async (app, deps) => {
   const identity = createDataApiIdentity({ idp: deps.idp, secrets: deps.secrets });
@@ -38,8 +46,7 @@ export const realtimeRoutes: FastifyPluginAsync<AppDeps & { realtimeLimits?: Par
       try {
         await identity.resolve({ headers: {}, query });
       } catch (error) {
-        if (error instanceof DataApiError) return reply.code(error.status).send(error.body);
-        throw error;
+        return answer(reply, error);
       }
       if (!vsnOf(query.vsn)) return reply.code(400).send({ code: 'PGRST100', message: `Unsupported vsn ${String(query.vsn)}: 1.0.0 or 2.0.0`, details: null, hint: null });
     },
@@ -47,4 +54,26 @@ export const realtimeRoutes: FastifyPluginAsync<AppDeps & { realtimeLimits?: Par
     const query = request.query as Record<string, string>;
     realtime.accept(socket, vsnOf(query.vsn)!, query.apikey!);
   });
+
+  const broadcastOverHttp = createHttpBroadcast({ db: deps.db, hub: realtime.hub, identity, limits: realtime.limits });
+  await app.register(async (scope) => {
+    // Any origin, as the rest of the data API: the anon key is public and requests carry no cookies.
+    await scope.register(cors, { origin: '*', methods: ['POST', 'OPTIONS'], allowedHeaders: ['authorization', 'apikey', 'content-type', 'x-client-info'], maxAge: 600 });
+    scope.post('/broadcast', { schema: { hide: true } }, async (request, reply) => {
+      try {
+        await broadcastOverHttp(request.headers, request.body);
+      } catch (error) {
+        return answer(reply, error);
+      }
+      return reply.code(202).send();
+    });
+    scope.post<{ Params: { topic: string; event: string } }>('/broadcast/:topic/events/:event', { schema: { hide: true } }, async (request, reply) => {
+      try {
+        await broadcastOverHttp(request.headers, { messages: [{ topic: request.params.topic, event: request.params.event, payload: request.body }] });
+      } catch (error) {
+        return answer(reply, error);
+      }
+      return reply.code(202).send();
+    });
+  }, { prefix: '/realtime/v1/api' });
 };
