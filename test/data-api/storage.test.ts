@@ -217,6 +217,18 @@ describe('storage refusals change nothing', () => {
     expect(await objectRow(name)).toBeDefined();
   });
 
+  it('an operation outside the subset (list, a private download, signed URLs): 400 naming it in the storage shape', async () => {
+    const { data, error } = await client('alice').storage.from('banners').list('team');
+    expect(data).toBeNull();
+    expect(error).toMatchObject({ statusCode: '400' });
+    for (const [method, path] of [['GET', '/storage/v1/object/banners/team/x.png'], ['POST', '/storage/v1/object/sign/banners/team/x.png'], ['GET', '/storage/v1/bucket']] as const) {
+      const res = await raw(path, { method, headers: auth('alice') });
+      expect(res.status, path).toBe(400);
+      expect(res.json).toMatchObject({ statusCode: '400', code: 'InvalidRequest' });
+      expect(String(res.json?.message)).toContain(`Unsupported by this data API's storage: ${method} ${path}`);
+    }
+  });
+
   it('another bucket 404, a bad name 400, over the size limit 413 (declared or counted), updating a missing object 404: nothing stored', async () => {
     const before = await objectCount();
     const otherBucket = await raw(`/storage/v1/object/avatars/${uniqueName()}`, { method: 'POST', headers: { ...auth('alice'), 'content-type': 'image/png' }, body: 'x' });

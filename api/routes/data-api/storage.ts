@@ -18,6 +18,13 @@ import type { AppDeps } from '../../deps.js';
 // `banners` for anyone, upload and remove with a user JWT. Every refusal is in the storage API's
 // JSON shape `{ statusCode, code, error, message }`. Hidden from the OpenAPI document: a protocol.
 
+// The protocol's operation words where a bucket name would stand (`/object/list/<bucket>`, …).
+const OPERATIONS = new Set(['list', 'sign', 'move', 'copy', 'info', 'upload', 'authenticated', 'public', 'render']);
+
+const unsupported = (request: FastifyRequest) => storageErrors.invalidRequest(
+  `Unsupported by this data API's storage: ${request.method} ${request.url.split('?')[0]} (supported: public objects of bucket banners, upload, update and remove)`,
+);
+
 const removeBody = z.object({ prefixes: z.array(z.string().max(1024)).min(1).max(1000) });
 const REMOVE_BODY_LIMIT = 256 * 1024;
 
@@ -75,6 +82,11 @@ export const dataApiStorageRoutes: FastifyPluginAsync<AppDeps> = async (app, dep
       maxAge: 600,
     });
 
+    // Anything else of the storage protocol (list, move, copy, signed URLs, private downloads, buckets)
+    // is outside the subset: a 400 that names it, never a wrong answer (CONTRACTS.md). Not a route,
+    // so it adds no address of its own.
+    scope.setNotFoundHandler((request, reply) => sendError(request, reply, unsupported(request)));
+
     scope.route<{ Params: { bucket: string; '*': string } }>({
       method: ['GET', 'HEAD'],
       url: '/object/public/:bucket/*',
@@ -113,6 +125,7 @@ export const dataApiStorageRoutes: FastifyPluginAsync<AppDeps> = async (app, dep
       schema: { hide: true },
       handler: async (request, reply) => {
         try {
+          if (OPERATIONS.has(request.params.bucket)) throw unsupported(request);
           const identity = await identityOf(request);
           const base = {
             identity, bucket: request.params.bucket, name: request.params['*'], maxBytes,
