@@ -29,21 +29,16 @@ const common = '404 for a team the caller is not in (as for a missing team) and 
 
 /** Renewal cancel/resume and plan change (CONTRACTS.md "Frontend data access"): the team's owner or admin, signed in. */
 export const subscriptionRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
-  app.post('/billing/subscription/cancel', {
-    config: { access: 'teamAdmin' },
-    schema: {
-      tags, summary: 'Stop the team\'s subscription from renewing (it stays active until the period ends)',
-      description: common, body: teamBody, response: { 200: answer },
-    },
-  }, async (request) => view(await cancelSubscription(deps.db, principalOf(request, 'jwt').userId, request.body.teamId)));
-
-  app.post('/billing/subscription/resume', {
-    config: { access: 'teamAdmin' },
-    schema: {
-      tags, summary: 'Let the team\'s subscription renew again (undo a cancel before the period ends)',
-      description: common, body: teamBody, response: { 200: answer },
-    },
-  }, async (request) => view(await resumeSubscription(deps.db, principalOf(request, 'jwt').userId, request.body.teamId)));
+  const renewalChanges = [
+    ['cancel', cancelSubscription, 'Stop the team\'s subscription from renewing (it stays active until the period ends)'],
+    ['resume', resumeSubscription, 'Let the team\'s subscription renew again (undo a cancel before the period ends)'],
+  ] as const;
+  for (const [action, change, summary] of renewalChanges) {
+    app.post(`/billing/subscription/${action}`, {
+      config: { access: 'teamAdmin' },
+      schema: { tags, summary, description: common, body: teamBody, response: { 200: answer } },
+    }, async (request) => view(await change(deps.db, principalOf(request, 'jwt').userId, request.body.teamId)));
+  }
 
   app.post('/billing/subscription/change-plan', {
     config: { access: 'teamAdmin' },
