@@ -31,7 +31,7 @@ const PAIRS = 5;
  * keeps each side's median. Targets: a point read ≥ 0.7×, a run with its deployment embedded ≥ 0.5×
  * (PostgREST: about 2,000 point reads/s and 800 embedded ones on 2 vCPUs).
  */
-export async function benchDataApi(deps: AppDeps, { requests = REQUESTS, pairs = PAIRS } = {}): Promise<Comparison[]> {
+export async function benchDataApi(deps: AppDeps, databaseUrl: string, { requests = REQUESTS, pairs = PAIRS } = {}): Promise<Comparison[]> {
   const owner = await createUser(deps.db, { email: `bench-${randomUUID().slice(0, 8)}@example.com`, name: 'Bench' });
   const team = await createTeam(deps.db, { ownerId: owner.id, name: 'Bench' });
   const project = await createProject(deps.db, { teamId: team.id, name: 'Bench project', createdBy: owner.id });
@@ -59,7 +59,8 @@ export async function benchDataApi(deps: AppDeps, { requests = REQUESTS, pairs =
 
   const jwt = await deps.idp.issue(owner.id, 3600);
   const anonKey = anonKeysOf(deps.secrets).current!;
-  const app = await buildApp(deps, { logger: false });
+  // With DATABASE_URL known, as under `npm run api`, the data API reads in one round trip on its own pool.
+  const app = await buildApp({ ...deps, config: { ...deps.config, DATABASE_URL: databaseUrl } }, { logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
@@ -123,10 +124,11 @@ export async function runDataApiBenchAlone(options: { requests?: number; pairs?:
     await sql.raw('CREATE DATABASE bench_data_api').execute(admin);
     await admin.destroy();
     const config = loadConfig({ ...process.env, DATA_DIR: workDir, LOG_LEVEL: 'silent' });
-    const deps = await connectAppDeps(config, { databaseUrl: postgres.urlFor('bench_data_api'), temporalAddress: temporal.address });
+    const databaseUrl = postgres.urlFor('bench_data_api');
+    const deps = await connectAppDeps(config, { databaseUrl, temporalAddress: temporal.address });
     try {
       await migrateToLatest(deps.db);
-      report(await benchDataApi(deps, options));
+      report(await benchDataApi(deps, databaseUrl, options));
       console.log('\n(one run; the machine is shared, so compare the ratios, not the absolute figures)');
     } finally {
       await deps.close();

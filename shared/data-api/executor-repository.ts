@@ -1,4 +1,5 @@
 import { CompiledQuery, type QueryResult } from 'kysely';
+import type pg from 'pg';
 import type { Database } from '../db/client.js';
 import type { ReadStatement, Statement } from './sql-builder.js';
 
@@ -56,4 +57,104 @@ export async function runInTransaction<T>(db: Database, context: RoleContext, wo
       throw error;
     }
   });
+}
+
+// ------------------------------------------------------------------------------------------------
+// One round trip, on a pool of the data API's own (when the service knows its DATABASE_URL): the
+// setting statement and the read go out together as Parse/Bind/Execute pairs before a single Sync,
+// so PostgreSQL runs both in one implicit transaction. The settings are transaction-local (they end
+// with it, error or not), and a failed setting statement makes PostgreSQL skip the read. This is
+// what PostgREST does with libpq's pipeline; node-postgres runs it as a "submittable" query.
+
+/** The wire calls of node-postgres's connection that a submittable uses. */
+interface WireConnection {
+  parse(options: { text: string; name: string; types: number[] }): void;
+  bind(options: { portal: string; statement: string; values: Array<string | null> }): void;
+  describe(options: { type: 'P'; name: string }): void;
+  execute(options: { portal: string; rows: number }): void;
+  sync(): void;
+}
+
+/** A value as PostgreSQL's text format reads it (array literals for `in` lists). */
+function toText(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) {
+    return `{${value.map((item) => (item === null ? 'NULL' : `"${String(item).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)).join(',')}}`;
+  }
+  return String(value);
+}
+
+class PipelinedRead {
+  private fields: string[] = [];
+  private row: Record<string, string | null> | undefined;
+  private completed = 0;
+  private settled = false;
+
+  constructor(
+    private readonly statements: ReadonlyArray<{ text: string; values: unknown[] }>,
+    private readonly done: (error: Error | null, row?: Record<string, string | null>) => void,
+  ) {}
+
+  submit(connection: WireConnection): void {
+    this.statements.forEach((statement, i) => {
+      connection.parse({ text: statement.text, name: '', types: [] });
+      connection.bind({ portal: '', statement: '', values: statement.values.map(toText) });
+      if (i === this.statements.length - 1) connection.describe({ type: 'P', name: '' });
+      connection.execute({ portal: '', rows: 0 });
+    });
+    connection.sync();
+  }
+
+  handleRowDescription(message: { fields: Array<{ name: string }> }): void {
+    this.fields = message.fields.map((field) => field.name);
+  }
+
+  handleDataRow(message: { fields: Array<string | null> }): void {
+    if (this.completed !== this.statements.length - 1) return;
+    this.row = Object.fromEntries(this.fields.map((name, i) => [name, message.fields[i] ?? null]));
+  }
+
+  handleCommandComplete(): void {
+    this.completed++;
+  }
+
+  handleEmptyQuery(): void {}
+
+  handlePortalSuspended(): void {}
+
+  handleError(error: Error): void {
+    this.settle(error);
+  }
+
+  handleReadyForQuery(): void {
+    this.settle(null);
+  }
+
+  private settle(error: Error | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.done(error, this.row);
+  }
+}
+
+/** runRead in one round trip on a pg pool of the data API's own; rows come back as text. */
+export async function runReadPipelined(pool: pg.Pool, context: RoleContext, statement: ReadStatement): Promise<Record<string, string | null>> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    return await new Promise((resolve, reject) => {
+      const read = new PipelinedRead([
+        { text: SET_LOCAL, values: [context.role, context.claims, TIMEOUT[context.role]] },
+        { text: `select ${statement.columns} ${statement.from}`, values: statement.values },
+      ], (error, row) => (error ? reject(error) : row ? resolve(row) : reject(new Error('data API read returned no row'))));
+      client.query(read as unknown as pg.QueryConfig);
+    });
+  } catch (error) {
+    // A database refusal leaves the connection clean (the implicit transaction ended); anything
+    // else (a broken socket) must not go back to the pool.
+    if (!(error instanceof Error && 'code' in error && typeof (error as { code: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code))) broken = error as Error;
+    throw error;
+  } finally {
+    client.release(broken);
+  }
 }

@@ -156,7 +156,7 @@ function unquote(text: string): string {
   return text;
 }
 
-/** Splits on commas outside double quotes and parentheses. */
+/** Splits on commas outside double-quoted items and parentheses. */
 function splitTopLevel(text: string): string[] {
   const parts: string[] = [];
   let depth = 0;
@@ -167,7 +167,7 @@ function splitTopLevel(text: string): string[] {
     if (quoted) {
       if (c === '\\') i++;
       else if (c === '"') quoted = false;
-    } else if (c === '"') quoted = true;
+    } else if (c === '"' && (i === start || '.(,'.includes(text[i - 1]!))) quoted = true; // a quote opens a value, not mid-word
     else if (c === '(' || c === '{' || c === '[') depth++;
     else if (c === ')' || c === '}' || c === ']') depth--;
     else if (c === ',' && depth === 0) {

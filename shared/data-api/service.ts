@@ -1,14 +1,15 @@
+import type pg from 'pg';
 import type { Database } from '../db/client.js';
 import type { IdentityProvider } from '../credentials/identity-provider.js';
 import type { SecretKeyRing } from '../secrets/key-ring.js';
 import { DataApiError, parseError, unsupported } from './errors.js';
-import { runInTransaction, runRead, type RoleContext } from './executor-repository.js';
+import { runInTransaction, runRead, runReadPipelined, type RoleContext } from './executor-repository.js';
 import { createDataApiIdentity, type DataApiIdentity, type DataApiIdentityResolver } from './identity.js';
 import { SCHEMA_MOVED, toDataApiError } from './pg-errors.js';
 import { isDataApiFunction, isDataApiRelation } from './relations.js';
 import { applyRangeHeader, checkProfile, parseAccept, parsePrefer, parseQuery, type Headers } from './request.js';
 import { SchemaCache, type FunctionInfo, type RelationInfo, type Schema } from './schema-cache.js';
-import { buildCall, buildCount, buildDelete, buildInsert, buildRead, buildUpdate, emptyModifiers, resolveSelect, type Statement } from './sql-builder.js';
+import { buildCall, buildCount, buildDelete, buildInsert, buildRead, buildUpdate, emptyModifiers, resolveSelect, type ReadStatement, type Statement } from './sql-builder.js';
 import { checkWriteRules } from './write-rules.js';
 
 // The data API's engine (CONTRACTS.md "Frontend data access"): a PostgREST request in, a PostgREST
@@ -50,9 +51,19 @@ function shape(body: string, rows: number, single: boolean): { body: string; typ
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export function createDataApi(deps: { db: Database; idp: IdentityProvider; secrets: SecretKeyRing }): DataApi {
+/**
+ * `pool`: the data API's own pg pool, when the service knows its DATABASE_URL: reads then take one
+ * round trip (executor-repository.ts); without it they take two on the service's pool.
+ */
+export function createDataApi(deps: { db: Database; idp: IdentityProvider; secrets: SecretKeyRing; pool?: pg.Pool }): DataApi {
   const identity = createDataApiIdentity(deps);
   const schema = new SchemaCache(deps.db);
+
+  /** A read's one row (body, rows, total or just total), with numbers as numbers whichever path ran it. */
+  async function readRow(context: RoleContext, statement: ReadStatement): Promise<{ body: string; rows: number; total: number | null }> {
+    const row: Record<string, unknown> = deps.pool ? await runReadPipelined(deps.pool, context, statement) : await runRead(deps.db, context, statement);
+    return { body: String(row.body ?? '[]'), rows: Number(row.rows ?? 0), total: row.total === undefined || row.total === null ? null : Number(row.total) };
+  }
 
   /** Runs `work` with the role's context, mapping database refusals to PostgREST's answers. */
   async function guarded<T>(context: RoleContext, work: () => Promise<T>): Promise<T> {
@@ -84,11 +95,11 @@ export function createDataApi(deps: { db: Database; idp: IdentityProvider; secre
     parts.modifiers.set('', rootModifiers);
     applyRangeHeader(request.headers, rootModifiers);
     const root = resolveSelect(current, relation, parts.select, parts.modifiers);
-    const result = await guarded(context, () => runRead<{ body: string; rows: number; total?: number }>(deps.db, context, buildRead(root, { count: prefs.count })));
+    const result = await guarded(context, () => readRow(context, buildRead(root, { count: prefs.count })));
     const offset = rootModifiers.offset;
-    let total = prefs.count ? Number(result.total) : null;
+    let total = prefs.count ? result.total : null;
     if (result.rows === 0 && offset > 0) {
-      total ??= Number((await guarded(context, () => runRead<{ total: number }>(deps.db, context, buildCount(root)))).total);
+      total ??= (await guarded(context, () => readRow(context, buildCount(root)))).total ?? 0;
       if (offset > total) {
         throw new DataApiError(416, 'PGRST103', 'Requested range not satisfiable', `An offset of ${offset} was requested, but there are only ${total} rows.`, null,
           { 'content-range': `*/${total}` });

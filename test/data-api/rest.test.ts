@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { runReadPipelined } from '../../shared/data-api/executor-repository.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
 import { addTeamMember, createProject } from '../../shared/identity/service.js';
 import { publishDirect } from '../harness/apps.js';
@@ -175,7 +177,7 @@ describe('reads', () => {
     expect(await names(base().or('name.eq.Alpha,name.eq.Gamma'))).toEqual(['Alpha', 'Gamma']);
     expect(await names(base().or('name.eq.Alpha,and(name.gt.B,name.lt.C)'))).toEqual(['Alpha', 'Beta']);
     expect(await names(base().not('name', 'eq', 'Beta'))).toEqual(['Alpha', 'Gamma']);
-    expect(await names(base().in('name', ['Beta', 'with,comma']))).toEqual(['Beta']);
+    expect(await names(base().in('name', ['Beta', 'with,comma', 'quote"and\\backslash']))).toEqual(['Beta']);
   });
 
   it('filters JSON with cs and cd', async () => {
@@ -262,6 +264,29 @@ describe('reads', () => {
       expect(['anon', 'authenticated']).not.toContain(who);
       expect(claims ?? '').toBe('');
       expect(timeout).toBe('0');
+    }
+  });
+});
+
+describe('one round trip reads on the data API\'s own pool', () => {
+  it('set role and claims only for their own implicit transaction, also when the read fails', async () => {
+    const pool = new pg.Pool({ connectionString: stack.databaseUrl, max: 1 });
+    try {
+      const claims = JSON.stringify({ sub: owner.id, role: 'authenticated' });
+      const read = await runReadPipelined(pool, { role: 'authenticated', claims }, {
+        columns: `current_user::text as body, (select count(*) from projects where team_id = $1)::int as rows`, from: '', values: [teamId],
+      });
+      expect(read).toEqual({ body: 'authenticated', rows: '3' });
+      const failed = await runReadPipelined(pool, { role: 'anon', claims: '{}' }, { columns: `$1::uuid::text as body`, from: '', values: ['not-a-uuid'] }).catch((e: unknown) => e);
+      expect(failed).toMatchObject({ code: '22P02' });
+      const anon = await runReadPipelined(pool, { role: 'anon', claims: '{}' }, { columns: `(select count(*) from projects)::text as body`, from: '', values: [] });
+      expect(anon.body).toBe('0');
+      const after = await pool.query<{ who: string; claims: string | null; timeout: string }>(`select current_user as who, current_setting('request.jwt.claims', true) as claims, current_setting('statement_timeout') as timeout`);
+      expect(after.rows[0]!.who).not.toMatch(/^(anon|authenticated)$/);
+      expect(after.rows[0]!.claims ?? '').toBe('');
+      expect(after.rows[0]!.timeout).toBe('0');
+    } finally {
+      await pool.end();
     }
   });
 });
