@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { buildApp } from '../../api/app.js';
 import { runReadPipelined } from '../../shared/data-api/executor-repository.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
 import { addTeamMember, createProject } from '../../shared/identity/service.js';
@@ -246,17 +247,25 @@ describe('reads', () => {
     expect(none.error).toBeNull();
     expect(none.data).toBeNull();
   });
-  it('no pooled connection keeps a role or claims, after answers and after database refusals', async () => {
-    const db = client(async () => ownerJwt);
-    const results = await Promise.all([
-      db.from('projects').select('id').in('id', projectIds),
-      db.from('api_keys').select('key_hash').eq('team_id', teamId),
-      db.from('projects').select('id').eq('id', 'not-a-uuid'),
-      client().from('projects').select('id').limit(1),
-      db.rpc('get_usage_heatmap', { p_team_id: teamId, p_days: 0 }),
-    ]);
-    expect(results.map((r) => r.status)).toEqual([200, 403, 400, 200, 400]);
-    expect(results[2]!.error).toMatchObject({ code: '22P02' });
+  it('without DATABASE_URL (npm start) reads take the service\'s pool, and no connection keeps a role or claims', async () => {
+    // The API as npm start builds it: the database URL is not in its configuration.
+    const fallback = await buildApp({ ...stack.deps, config: { ...stack.deps.config, DATABASE_URL: undefined } }, { logger: false });
+    try {
+      const call = (url: string, token: string | null = ownerJwt) => fallback.inject({ method: 'GET', url, headers: { apikey: anonKey, ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+      const results = await Promise.all([
+        call(`/rest/v1/projects?select=id&team_id=eq.${teamId}`),
+        call(`/rest/v1/api_keys?select=key_hash&team_id=eq.${teamId}`),
+        call('/rest/v1/projects?select=id&id=eq.not-a-uuid'),
+        call(`/rest/v1/projects?select=id&team_id=eq.${teamId}`, null),
+        call(`/rest/v1/projects?select=id&team_id=eq.${teamId}&offset=10`),
+      ]);
+      expect(results.map((r) => r.statusCode)).toEqual([200, 403, 400, 200, 416]);
+      expect(results[0]!.json()).toHaveLength(3);
+      expect(results[2]!.json()).toMatchObject({ code: '22P02' });
+      expect(results[3]!.json()).toEqual([]);
+    } finally {
+      await fallback.close();
+    }
     // Hold every connection of the pool (size 5) at once and ask each who it is.
     const seen = await Promise.all(Array.from({ length: 5 }, () => stack.db.connection().execute(async (connection) =>
       (await sql<{ who: string; claims: string | null; timeout: string }>`select current_user as who, current_setting('request.jwt.claims', true) as claims, current_setting('statement_timeout') as timeout, pg_sleep(0.05)`.execute(connection)).rows[0]!)));
