@@ -30,8 +30,8 @@ export class RealtimeHub {
   constructor(private readonly bus: Bus, private readonly timing = { beatMs: BEAT_MS, nodeTimeoutMs: NODE_TIMEOUT_MS }) {
     this.presence = new PresenceTracker(bus.node, (message) => bus.publish(message), (topic, diff) => this.deliverDiff(topic, diff));
     bus.onMessage((node, message) => this.receive(node, message));
-    bus.onReconnect(() => bus.publish({ k: 'hello' }));
-    bus.publish({ k: 'hello' });
+    bus.onReconnect(() => this.announce());
+    this.announce();
     this.beat = setInterval(() => this.liveness(), timing.beatMs).unref();
   }
 
@@ -66,6 +66,17 @@ export class RealtimeHub {
     await this.bus.flush();
   }
 
+  /**
+   * After a start or a lost listening connection: ask the others for their presence (`hello`) and
+   * tell them ours, since either side may have missed diffs while it was away. Whichever of two
+   * processes listens again first, one of the two messages reaches the other.
+   */
+  private announce(): void {
+    this.bus.publish({ k: 'hello' });
+    const state = this.presence.localState();
+    if (state.k === 'ps' && state.entries.length) this.bus.publish(state);
+  }
+
   private deliverBroadcast(message: BroadcastMessage, from: ChannelSink | null): void {
     const sinks = this.topics.get(message.topic);
     if (!sinks) return;
@@ -77,14 +88,24 @@ export class RealtimeHub {
     }
   }
 
+  /**
+   * A diff that both joins and leaves one key (a re-track, a process's state replacing what we
+   * held) goes out as two: leaves first, then joins. supabase-js 2.109's presence adapter rewrites
+   * `phx_ref` in place on the metas it passes to its join callback, so in a single diff the leave
+   * would no longer find the old meta and the client would keep it forever.
+   */
   private deliverDiff(topic: string, diff: PresenceDiff): void {
     const sinks = this.topics.get(topic);
     if (!sinks) return;
-    const byVsn = new Map<Vsn, string>();
-    for (const sink of sinks) {
-      let frame = byVsn.get(sink.vsn);
-      if (frame === undefined) byVsn.set(sink.vsn, (frame = encodeFrame(sink.vsn, null, null, topic, 'presence_diff', diff)));
-      sink.send(frame);
+    const overlap = Object.keys(diff.joins).some((key) => key in diff.leaves);
+    const diffs = overlap ? [{ joins: {}, leaves: diff.leaves }, { joins: diff.joins, leaves: {} }] : [diff];
+    for (const part of diffs) {
+      const byVsn = new Map<Vsn, string>();
+      for (const sink of sinks) {
+        let frame = byVsn.get(sink.vsn);
+        if (frame === undefined) byVsn.set(sink.vsn, (frame = encodeFrame(sink.vsn, null, null, topic, 'presence_diff', part)));
+        sink.send(frame);
+      }
     }
   }
 

@@ -1,4 +1,5 @@
 import type { SupabaseClient } from '@supabase/supabase-js';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
 import { credentialFactory } from '../harness/credentials.js';
@@ -93,6 +94,27 @@ describe('realtime across two API processes', () => {
 
     await chA.untrack();
     await waitFor(() => !chB.presenceState().a, 'untrack seen on the other process');
+  });
+
+  it('presence missed while the listening connections were cut is recovered when they come back', async () => {
+    const { owner, member, team: t } = await team();
+    const a = await clientOn(0, await make.jwt(owner.id));
+    const b = await clientOn(1, await make.jwt(member.id));
+    const chA = a.channel(`team:${t.id}`, { config: { presence: { key: 'a' } } }).on('presence', { event: 'sync' }, () => {});
+    const chB = b.channel(`team:${t.id}`, { config: { presence: { key: 'b' } } }).on('presence', { event: 'sync' }, () => {});
+    await statuses(chA).ready; await statuses(chB).ready;
+    await chB.track({ v: 1 });
+    await waitFor(() => chA.presenceState().b, 'b seen by a');
+    const cut = await sql<{ n: number }>`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = current_database() and query = 'LISTEN "realtime_bus"'`.execute(one.db);
+    expect(cut.rows[0]!.n).toBe(2);
+    // While nobody listens: a tracks, b re-tracks. Neither process hears the other's diff.
+    await chA.track({ v: 1 });
+    await chB.track({ v: 2 });
+    await waitFor(() => chB.presenceState().a && (chA.presenceState().b?.[0] as { v?: number } | undefined)?.v === 2, 'both recovered after the reconnect', 8_000);
+    await sleep(300);
+    expect(chA.presenceState().b).toEqual([expect.objectContaining({ v: 2 })]);
+    expect(chB.presenceState().b).toEqual([expect.objectContaining({ v: 2 })]);
+    expect(chB.presenceState().a).toEqual([expect.objectContaining({ v: 1 })]);
   });
 
   it('when a process stops, its members\' presence leaves the other process (its sockets close with 1001)', async () => {
