@@ -4,7 +4,7 @@ import { openSubscription } from '../../shared/billing/subscriptions.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { findUserById } from '../../shared/identity/repository.js';
 import { displayNameSchema, emailSchema, phoneSchema, planCodeSchema, teamRoleSchema } from '../../shared/identity/schemas.js';
-import { addTeamMember, createProject, createTeam, createUser } from '../../shared/identity/service.js';
+import { addTeamMember, createProject, createTeam, createUser, setPlatformAdmin } from '../../shared/identity/service.js';
 import { notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
@@ -60,10 +60,9 @@ export const commands: Record<string, Command> = {
     return { id: user.id, email: user.email };
   },
 
-  // Platform administrators review OAuth apps and manage the official ones (docs/oauth.md).
+  // Platform administrators review OAuth apps, manage prices and anyone's public objects.
   'user set-admin': async (flags, ctx) => {
     const f = readFlags(flags, { user: uuidFlag, admin: switchFlag });
-    const { setPlatformAdmin } = await import('../../shared/credentials/oauth/app-management.js');
     return setPlatformAdmin(ctx.db(), f.user, f.admin);
   },
 

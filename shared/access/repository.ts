@@ -9,6 +9,12 @@ import type { TeamRole } from '../db/types.js';
 
 export type AccessLevel = 'none' | 'member' | 'admin';
 
+/** Whether the user is a platform administrator (migration 0024's `access_is_platform_admin`, which the policies call too). */
+export async function findIsPlatformAdmin(db: Database, userId: string): Promise<boolean> {
+  const row = await db.selectNoFrom(sql<boolean>`access_is_platform_admin(${userId})`.as('admin')).executeTakeFirst();
+  return row?.admin ?? false;
+}
+
 /** The user's role in the team; null when they are not a member or the team is deleted. */
 export async function findTeamRole(db: Database, teamId: string, userId: string): Promise<TeamRole | null> {
   const row = await db.selectNoFrom(sql<TeamRole | null>`access_team_role(${teamId}, ${userId})`.as('role')).executeTakeFirst();

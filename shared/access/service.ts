@@ -34,6 +34,9 @@ const userOf = (caller: AccessCaller) => (caller.kind === 'operator' ? null : ca
 const keyTeamOf = (caller: AccessCaller) => (caller.kind === 'api-key' ? caller.teamId : null);
 
 /** The user's role in a live team; undefined when they are not a member, the team is deleted, or `teamId` is not a uuid. */
+/** Platform administrators (`user set-admin`) review OAuth apps, manage prices and anyone's public objects. */
+export const isPlatformAdmin = (db: Database, userId: string): Promise<boolean> => repo.findIsPlatformAdmin(db, userId);
+
 export async function teamRole(db: Database, teamId: string, userId: string): Promise<TeamRole | undefined> {
   if (!isUuid(teamId)) return undefined;
   return (await repo.findTeamRole(db, teamId, userId)) ?? undefined;

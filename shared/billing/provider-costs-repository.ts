@@ -34,7 +34,3 @@ export const findProviderCostFacet = (db: Database, column: 'provider' | 'model'
     .groupBy(column)
     .orderBy(sql`count(*)`, 'desc').orderBy(column)
     .execute();
-
-/** Whether the user is a platform administrator (`users.is_platform_admin`). */
-export const findIsPlatformAdmin = async (db: Database, userId: string): Promise<boolean> =>
-  (await db.selectFrom('users').select('is_platform_admin').where('id', '=', userId).executeTakeFirst())?.is_platform_admin ?? false;

@@ -1,7 +1,8 @@
+import { isPlatformAdmin } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import {
-  countProviderCosts, findIsPlatformAdmin, findProviderCostFacet, findProviderCostPage, type ProviderCostFilter,
+  countProviderCosts, findProviderCostFacet, findProviderCostPage, type ProviderCostFilter,
 } from './provider-costs-repository.js';
 
 // The model providers' token costs for the price administration screen (CONTRACTS.md "Backend
@@ -14,7 +15,7 @@ export interface FacetValue { value: string; count: number }
 
 /** Platform administration is no secret address: a signed-in user who is not an administrator gets 403, not 404. */
 async function requirePlatformAdmin(db: Database, userId: string): Promise<void> {
-  if (!(await findIsPlatformAdmin(db, userId))) {
+  if (!(await isPlatformAdmin(db, userId))) {
     throw new AppError(403, 'Forbidden', 'Only platform administrators can read the model provider costs');
   }
 }

@@ -10,6 +10,10 @@ export const findUserByEmail = (db: Database, email: string) =>
 export const insertUser = (db: Database, user: { id: string; email: string; name: string | null; phone: string | null }) =>
   db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 
+export const updatePlatformAdmin = (db: Database, userId: string, admin: boolean) =>
+  db.updateTable('users').set({ is_platform_admin: admin }).where('id', '=', userId)
+    .returning(['id', 'is_platform_admin']).executeTakeFirst();
+
 export const findActiveTeam = (db: Database, id: string) =>
   db.selectFrom('teams').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 

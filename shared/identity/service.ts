@@ -6,6 +6,13 @@ import { newId, slugify } from '../ids.js';
 import { teamLevel, teamNotFound, type AccessCaller } from '../access/service.js';
 import * as repo from './repository.js';
 
+/** Operator CLI `user set-admin`: platform administrators review OAuth apps and manage prices (CONTRACTS.md). */
+export async function setPlatformAdmin(db: Database, userId: string, admin: boolean): Promise<{ userId: string; isPlatformAdmin: boolean }> {
+  const row = await repo.updatePlatformAdmin(db, userId, admin);
+  if (!row) throw notFound(`User ${userId}`);
+  return { userId: row.id, isPlatformAdmin: row.is_platform_admin };
+}
+
 export async function createUser(db: Database, input: { email: string; name?: string; phone?: string }) {
   if (await repo.findUserByEmail(db, input.email)) {
     throw new AppError(409, 'email_taken', `A user with email ${input.email} already exists`);

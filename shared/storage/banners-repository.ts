@@ -28,7 +28,3 @@ export const replaceStorageObjectBytes = (
 
 export const deleteStorageObjects = (db: Database, ids: readonly string[]) =>
   db.deleteFrom('storage_objects').where('id', 'in', ids).execute();
-
-/** Whether the user is a platform administrator (`users.is_platform_admin`): they may overwrite or remove anyone's object. */
-export const findIsPlatformAdmin = async (db: Database, userId: string): Promise<boolean> =>
-  (await db.selectFrom('users').select('is_platform_admin').where('id', '=', userId).executeTakeFirst())?.is_platform_admin ?? false;

@@ -1,8 +1,9 @@
 import { Readable } from 'node:stream';
+import { isPlatformAdmin } from '../access/service.js';
 import type { Database } from '../db/client.js';
 import { newId } from '../ids.js';
 import {
-  deleteStorageObjects, findIsPlatformAdmin, findStorageObject, insertStorageObject, lockStorageObject, lockStorageObjects,
+  deleteStorageObjects, findStorageObject, insertStorageObject, lockStorageObject, lockStorageObjects,
   replaceStorageObjectBytes, type StorageObjectRow,
 } from './banners-repository.js';
 import type { FileStore } from './file-store.js';
@@ -103,7 +104,7 @@ function requireBucketAndName(bucket: string, name: string): void {
 
 /** The uploader, or a platform administrator, may change an object; anyone else gets 403 and the object stays. */
 async function requireMayChange(db: Database, object: StorageObjectRow, userId: string, action: string): Promise<void> {
-  if (object.owner_id === userId || (await findIsPlatformAdmin(db, userId))) return;
+  if (object.owner_id === userId || (await isPlatformAdmin(db, userId))) return;
   throw storageErrors.accessDenied(`Only the uploader or a platform administrator may ${action} this object`);
 }
 

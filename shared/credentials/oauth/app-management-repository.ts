@@ -5,15 +5,6 @@ import type { OAuthAppsTable, OAuthClientsTable, OAuthReviewStatus } from '../..
 // Kysely queries of OAuth app management (app-management.ts holds the rules). Inserts of apps and
 // clients are repository.ts's, shared with the operator CLI.
 
-/** Whether the user is a platform administrator (`users.is_platform_admin`, CLI `user set-admin`). */
-export async function isPlatformAdmin(db: Database, userId: string): Promise<boolean> {
-  const row = await db.selectFrom('users').select('is_platform_admin').where('id', '=', userId).executeTakeFirst();
-  return row?.is_platform_admin ?? false;
-}
-
-export const setPlatformAdmin = (db: Database, userId: string, admin: boolean) =>
-  db.updateTable('users').set({ is_platform_admin: admin }).where('id', '=', userId)
-    .returning(['id', 'is_platform_admin']).executeTakeFirst();
 
 /** A live (not deleted) app. */
 export const findLiveApp = (db: Database, appId: string) =>

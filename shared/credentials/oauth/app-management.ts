@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { isPlatformAdmin } from '../../access/service.js';
 import type { Database } from '../../db/client.js';
 import type { OAuthAppsTable, OAuthClientsTable, OAuthReviewStatus } from '../../db/types.js';
 import { AppError, notFound } from '../../errors.js';
@@ -61,7 +62,7 @@ async function viewOf(db: Database, app: AppRow): Promise<OAuthAppView> {
 }
 
 async function managerOf(db: Database, userId: string): Promise<Manager> {
-  return { userId, isAdmin: await manage.isPlatformAdmin(db, userId) };
+  return { userId, isAdmin: await isPlatformAdmin(db, userId) };
 }
 
 /** Another user's app answers exactly like a missing one (404); administrators see every app. */
@@ -254,9 +255,3 @@ export async function setAppOffline(
   });
 }
 
-/** Operator CLI `user set-admin`: who reviews apps and manages the official ones. */
-export async function setPlatformAdmin(db: Database, userId: string, admin: boolean): Promise<{ userId: string; isPlatformAdmin: boolean }> {
-  const row = await manage.setPlatformAdmin(db, userId, admin);
-  if (!row) throw notFound(`User ${userId}`);
-  return { userId: row.id, isPlatformAdmin: row.is_platform_admin };
-}
