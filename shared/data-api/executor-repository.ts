@@ -68,6 +68,8 @@ export async function runInTransaction<T>(db: Database, context: RoleContext, wo
 
 /** The wire calls of node-postgres's connection that a submittable uses. */
 interface WireConnection {
+  /** Named statements this connection has prepared (node-postgres keeps the map). */
+  parsedStatements: Record<string, string>;
   parse(options: { text: string; name: string; types: number[] }): void;
   bind(options: { portal: string; statement: string; values: Array<string | null> }): void;
   describe(options: { type: 'P'; name: string }): void;
@@ -84,8 +86,13 @@ function toText(value: unknown): string | null {
   return String(value);
 }
 
+/** The settings statement is prepared once per connection under this name. */
+const SETTINGS_STATEMENT = 'data_api_settings';
+
 class PipelinedRead {
   private fields: string[] = [];
+  private connection: WireConnection | undefined;
+  private preparing = false;
   private row: Record<string, string | null> | undefined;
   private completed = 0;
   private settled = false;
@@ -96,9 +103,15 @@ class PipelinedRead {
   ) {}
 
   submit(connection: WireConnection): void {
+    this.connection = connection;
     this.statements.forEach((statement, i) => {
-      connection.parse({ text: statement.text, name: '', types: [] });
-      connection.bind({ portal: '', statement: '', values: statement.values.map(toText) });
+      // The first (settings) statement is always the same text: parsed and planned once per connection.
+      const name = i === 0 ? SETTINGS_STATEMENT : '';
+      if (name === '' || connection.parsedStatements[name] !== statement.text) {
+        if (name) this.preparing = true;
+        connection.parse({ text: statement.text, name, types: [] });
+      }
+      connection.bind({ portal: '', statement: name, values: statement.values.map(toText) });
       if (i === this.statements.length - 1) connection.describe({ type: 'P', name: '' });
       connection.execute({ portal: '', rows: 0 });
     });
@@ -115,6 +128,8 @@ class PipelinedRead {
   }
 
   handleCommandComplete(): void {
+    // The settings statement ran, so it was prepared: later reads on this connection only bind it.
+    if (this.completed === 0 && this.preparing && this.connection) this.connection.parsedStatements[SETTINGS_STATEMENT] = this.statements[0]!.text;
     this.completed++;
   }
 
@@ -123,6 +138,9 @@ class PipelinedRead {
   handlePortalSuspended(): void {}
 
   handleError(error: Error): void {
+    // Failing before the settings statement completed, it may or may not exist on the connection
+    // now: such a connection is not reused (see runReadPipelined).
+    if (this.completed === 0) (error as Error & { beforeSettings?: boolean }).beforeSettings = true;
     this.settle(error);
   }
 
@@ -150,9 +168,10 @@ export async function runReadPipelined(pool: pg.Pool, context: RoleContext, stat
       client.query(read as unknown as pg.QueryConfig);
     });
   } catch (error) {
-    // A database refusal leaves the connection clean (the implicit transaction ended); anything
-    // else (a broken socket) must not go back to the pool.
-    if (!(error instanceof Error && 'code' in error && typeof (error as { code: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code))) broken = error as Error;
+    // A database refusal of the read leaves the connection clean (the implicit transaction ended);
+    // anything else (a broken socket, a failure before the settings ran) must not go back to the pool.
+    const refusal = error instanceof Error && typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as unknown as { code: string }).code);
+    if (!refusal || (error as { beforeSettings?: boolean }).beforeSettings) broken = error as Error;
     throw error;
   } finally {
     client.release(broken);

@@ -9,7 +9,7 @@ import { DEFAULT_LIMITS, type RealtimeLimits } from './limits.js';
 import { ChangeSubscriptions } from './postgres-changes.js';
 import { RelationCatalog } from './relations.js';
 import { SUPPORTED_VSN, type Vsn } from './serializer.js';
-import { RealtimeSocket } from './socket-session.js';
+import { RealtimeSocket, type RealtimeLog } from './socket-session.js';
 
 export interface Realtime {
   readonly limits: RealtimeLimits;
@@ -38,7 +38,7 @@ export async function startRealtime(deps: {
   identity: DataApiIdentityResolver;
   databaseUrl?: string;
   limits?: Partial<RealtimeLimits>;
-  log?: (message: string, fields?: Record<string, unknown>) => void;
+  log?: RealtimeLog;
 }): Promise<Realtime> {
   const log = deps.log ?? (() => {});
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
@@ -47,14 +47,14 @@ export async function startRealtime(deps: {
   let stopped = false;
   let starting: Promise<void> = Promise.resolve();
   if (deps.databaseUrl) {
-    const pgListener = (listener = new PgListener(deps.databaseUrl, (error) => log('realtime listener', { err: error.message })));
-    bus = new PgBus(deps.db, pgListener, (message) => log(message));
+    const pgListener = (listener = new PgListener(deps.databaseUrl, (error) => log('warn', 'realtime listener', { err: error.message })));
+    bus = new PgBus(deps.db, pgListener, (message) => log('warn', message));
     // While PostgreSQL is away at start this process still serves its own sockets, and tries
     // again every second (once up, PgListener reconnects by itself).
     const listen = () => {
       if (stopped) return;
       starting = pgListener.start().catch((error: Error) => {
-        log('realtime listener cannot connect yet; retrying', { err: error.message });
+        log('warn', 'realtime listener cannot connect yet; retrying', { err: error.message });
         setTimeout(listen, 1_000).unref();
       });
     };

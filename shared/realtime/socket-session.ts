@@ -18,8 +18,11 @@ export interface SessionDeps {
   catalog: RelationCatalog;
   changes: ChangeSubscriptions<JoinedChannel>;
   limits: RealtimeLimits;
-  log: (message: string, fields?: Record<string, unknown>) => void;
+  log: RealtimeLog;
 }
+
+/** Where realtime reports: `info` for what clients do (closed for a limit), `warn` for what needs a look. */
+export type RealtimeLog = (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
 
 type Payload = Record<string, unknown>;
 
@@ -83,7 +86,7 @@ export class RealtimeSocket {
     if (++this.pending > MAX_PENDING_FRAMES) return this.refuseSocket(1008, 'Too many frames waiting for replies');
     this.chain = this.chain
       .then(() => (this.closed ? undefined : this.handle(frame)))
-      .catch((error: Error) => this.deps.log('realtime frame failed', { err: error.message, event: frame.event }))
+      .catch((error: Error) => this.deps.log('warn', 'realtime frame failed', { err: error.message, event: frame.event }))
       .finally(() => { this.pending--; });
   }
 
@@ -218,7 +221,7 @@ export class RealtimeSocket {
       message = { topic: channel.topic, event: frame.broadcast.event, encoding: frame.broadcast.encoding, bytes: frame.broadcast.bytes };
     } else {
       const payload = asObject(frame.payload);
-      if (typeof payload.event !== 'string') return this.reply(frame, 'error', { reason: 'A broadcast needs a string event' });
+      if (typeof payload.event !== 'string' || Buffer.byteLength(payload.event) > 255) return this.reply(frame, 'error', { reason: 'A broadcast needs a string event of at most 255 bytes' });
       message = { topic: channel.topic, event: payload.event, encoding: 'json' as const, bytes: Buffer.from(JSON.stringify(payload.payload ?? {}), 'utf8') };
     }
     if (message.bytes.length > this.deps.limits.maxBroadcastBytes) {
@@ -286,13 +289,13 @@ export class RealtimeSocket {
     for (const channel of this.channels.values()) {
       this.ws.send(encodeFrame(this.vsn, channel.joinRef, null, channel.topic, 'system', { extension: 'system', status: 'error', message, channel: channel.subTopic }));
     }
-    this.deps.log('realtime client too slow; disconnected', { socket: this.id });
+    this.deps.log('info', 'realtime client too slow; disconnected', { socket: this.id });
     this.close(1008, 'client too slow');
   }
 
   /** Ends the socket for breaking a socket-wide limit or the protocol (close code and reason say which). */
   private refuseSocket(code: number, reason: string): void {
-    this.deps.log('realtime socket closed', { socket: this.id, code, reason });
+    this.deps.log('info', 'realtime socket closed', { socket: this.id, code, reason });
     this.close(code, reason.slice(0, 120));
   }
 

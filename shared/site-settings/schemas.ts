@@ -46,7 +46,9 @@ export const siteSettingDefinitions = {
   'http_block.allow_hosts': { schema: z.array(z.string().min(1)), defaults: [] as string[] },
   /**
    * Prices in milli-credits (docs/billing.md): the base cost of a run, and the per-1k-token price of
-   * `llm` blocks, by model name with a default for models not listed.
+   * `llm` blocks, by model name with a default for models not listed. No longer stored as a site
+   * setting: this is the schema of the `billing_rules` rows (one row a key, shared/billing/
+   * billing-rules.ts), which `settings set --key billing.rules` writes.
    */
   'billing.rules': {
     schema: z.object({

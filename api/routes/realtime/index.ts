@@ -28,7 +28,7 @@ export const realtimeRoutes: FastifyPluginAsync<AppDeps & { realtimeLimits?: Par
     identity,
     databaseUrl: deps.config.DATABASE_URL,
     limits: deps.realtimeLimits,
-    log: (message, fields) => app.log.warn(fields ?? {}, message),
+    log: (level, message, fields) => app.log[level](fields ?? {}, message),
   });
   // Sockets close as the shutdown starts (preClose must not wait: the listener closes after it);
   // the goodbye on the bus and the listening connection go once the server has stopped.
