@@ -294,6 +294,9 @@ describe('one round trip reads on the data API\'s own pool', () => {
       expect(after.rows[0]!.who).not.toMatch(/^(anon|authenticated)$/);
       expect(after.rows[0]!.claims ?? '').toBe('');
       expect(after.rows[0]!.timeout).toBe('0');
+      // The settings statement is prepared once on the connection and reused by every read.
+      const prepared = await pool.query(`select name from pg_prepared_statements`);
+      expect(prepared.rows).toEqual([{ name: 'data_api_settings' }]);
     } finally {
       await pool.end();
     }
