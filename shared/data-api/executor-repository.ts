@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { CompiledQuery, type QueryResult } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '../db/client.js';
@@ -89,33 +90,51 @@ function toText(value: unknown): string | null {
 /** The settings statement is prepared once per connection under this name. */
 const SETTINGS_STATEMENT = 'data_api_settings';
 
+/** Named read statements per connection, at most (a bound on what distinct query shapes cost PostgreSQL). */
+const MAX_PREPARED = 200;
+
 class PipelinedRead {
+  /** node-postgres records `name` → `text` in the connection's parsed statements on ParseComplete. */
+  name: string | undefined;
+  readonly text: string;
   private fields: string[] = [];
   private connection: WireConnection | undefined;
-  private preparing = false;
+  private preparingSettings = false;
   private row: Record<string, string | null> | undefined;
   private completed = 0;
   private settled = false;
 
   constructor(
-    private readonly statements: ReadonlyArray<{ text: string; values: unknown[] }>,
+    private readonly statements: readonly [Statement, Statement],
     private readonly done: (error: Error | null, row?: Record<string, string | null>) => void,
-  ) {}
+  ) {
+    this.text = statements[1].text;
+    this.name = `data_api_${createHash('sha256').update(this.text).digest('base64url').slice(0, 22)}`;
+  }
 
   submit(connection: WireConnection): void {
     this.connection = connection;
-    this.statements.forEach((statement, i) => {
-      // The first (settings) statement is always the same text: parsed and planned once per connection.
-      const name = i === 0 ? SETTINGS_STATEMENT : '';
-      if (name === '' || connection.parsedStatements[name] !== statement.text) {
-        if (name) this.preparing = true;
-        connection.parse({ text: statement.text, name, types: [] });
-      }
-      connection.bind({ portal: '', statement: name, values: statement.values.map(toText) });
-      if (i === this.statements.length - 1) connection.describe({ type: 'P', name: '' });
-      connection.execute({ portal: '', rows: 0 });
-    });
+    const [settings, read] = this.statements as [Statement, Statement];
+    // The read is prepared under a name derived from its text, so a repeated query shape skips
+    // parsing and planning; it is parsed first, so a read PostgreSQL refuses to parse leaves no name
+    // behind (node-postgres records `name` on ParseComplete). Past MAX_PREPARED, reads stay unnamed.
+    const name = this.name!;
+    const known = connection.parsedStatements[name] === read.text;
+    const prepare = !known && Object.keys(connection.parsedStatements).length < MAX_PREPARED;
+    const readName = known || prepare ? name : '';
+    if (!known) connection.parse({ text: read.text, name: readName, types: [] });
+    // The settings statement is always the same text: parsed once per connection.
+    if (connection.parsedStatements[SETTINGS_STATEMENT] !== settings.text) {
+      this.preparingSettings = true;
+      connection.parse({ text: settings.text, name: SETTINGS_STATEMENT, types: [] });
+    }
+    connection.bind({ portal: '', statement: SETTINGS_STATEMENT, values: settings.values.map(toText) });
+    connection.execute({ portal: '', rows: 0 });
+    connection.bind({ portal: '', statement: readName, values: read.values.map(toText) });
+    connection.describe({ type: 'P', name: '' });
+    connection.execute({ portal: '', rows: 0 });
     connection.sync();
+    if (!prepare) this.name = undefined;
   }
 
   handleRowDescription(message: { fields: Array<{ name: string }> }): void {
@@ -123,13 +142,13 @@ class PipelinedRead {
   }
 
   handleDataRow(message: { fields: Array<string | null> }): void {
-    if (this.completed !== this.statements.length - 1) return;
+    if (this.completed !== 1) return;
     this.row = Object.fromEntries(this.fields.map((name, i) => [name, message.fields[i] ?? null]));
   }
 
   handleCommandComplete(): void {
     // The settings statement ran, so it was prepared: later reads on this connection only bind it.
-    if (this.completed === 0 && this.preparing && this.connection) this.connection.parsedStatements[SETTINGS_STATEMENT] = this.statements[0]!.text;
+    if (this.completed === 0 && this.preparingSettings && this.connection) this.connection.parsedStatements[SETTINGS_STATEMENT] = this.statements[0].text;
     this.completed++;
   }
 
@@ -138,9 +157,9 @@ class PipelinedRead {
   handlePortalSuspended(): void {}
 
   handleError(error: Error): void {
-    // Failing before the settings statement completed, it may or may not exist on the connection
-    // now: such a connection is not reused (see runReadPipelined).
-    if (this.completed === 0) (error as Error & { beforeSettings?: boolean }).beforeSettings = true;
+    // Failing before the settings statement completed in the batch that prepared it, it may or may
+    // not exist on the connection now: such a connection is not reused (see runReadPipelined).
+    if (this.completed === 0 && this.preparingSettings) (error as Error & { beforeSettings?: boolean }).beforeSettings = true;
     this.settle(error);
   }
 

@@ -294,9 +294,13 @@ describe('one round trip reads on the data API\'s own pool', () => {
       expect(after.rows[0]!.who).not.toMatch(/^(anon|authenticated)$/);
       expect(after.rows[0]!.claims ?? '').toBe('');
       expect(after.rows[0]!.timeout).toBe('0');
-      // The settings statement is prepared once on the connection and reused by every read.
-      const prepared = await pool.query(`select name from pg_prepared_statements`);
-      expect(prepared.rows).toEqual([{ name: 'data_api_settings' }]);
+      // The settings statement and each read's shape are prepared once on the connection and reused.
+      const again = await runReadPipelined(pool, { role: 'anon', claims: '{}' }, { columns: `(select count(*) from projects)::text as body`, from: '', values: [] });
+      expect(again.body).toBe('0');
+      const prepared = await pool.query<{ name: string }>(`select name from pg_prepared_statements order by name`);
+      expect(prepared.rows.map((r) => r.name)).toContain('data_api_settings');
+      expect(prepared.rows).toHaveLength(4);
+      expect(prepared.rows.every((r) => r.name.startsWith('data_api_'))).toBe(true);
     } finally {
       await pool.end();
     }
