@@ -25,6 +25,8 @@ export class RealtimeHub {
   private readonly topics = new Map<string, Set<ChannelSink>>();
   private readonly lastSeen = new Map<string, number>();
   readonly presence: PresenceTracker;
+  /** Broadcasts handled since start: from this process's clients, and from other processes. */
+  readonly counts = { local: 0, remote: 0 };
   private readonly beat: NodeJS.Timeout;
 
   constructor(private readonly bus: Bus, private readonly timing = { beatMs: BEAT_MS, nodeTimeoutMs: NODE_TIMEOUT_MS }) {
@@ -50,6 +52,7 @@ export class RealtimeHub {
 
   /** A member's broadcast: to this process's subscribers now (the sending channel only with `self`; null: sent over HTTP), then to the others. */
   broadcast(message: BroadcastMessage, from: ChannelSink | null): void {
+    this.counts.local++;
     this.deliverBroadcast(message, from);
     this.bus.publish({ k: 'b', topic: message.topic, event: message.event, enc: message.encoding, data: message.encoding === 'json' ? message.bytes.toString('utf8') : message.bytes.toString('base64') });
   }
@@ -113,6 +116,7 @@ export class RealtimeHub {
     this.lastSeen.set(node, Date.now());
     switch (message.k) {
       case 'b':
+        this.counts.remote++;
         this.deliverBroadcast({ topic: message.topic, event: message.event, encoding: message.enc, bytes: Buffer.from(message.data, message.enc === 'json' ? 'utf8' : 'base64') }, null);
         return;
       case 'pd': case 'ps':

@@ -16,6 +16,8 @@ export interface Realtime {
   /** Who listens to which relation's changes (for the change capture). */
   readonly changes: ChangeSubscriptions<JoinedChannel>;
   readonly hub: RealtimeHub;
+  /** Sockets and joined channels now (for the metrics). */
+  stats(): { sockets: number; channels: number };
   /** Takes over an upgraded websocket whose anon key was checked. */
   accept(ws: WebSocket, vsn: Vsn, apikey: string): RealtimeSocket;
   /** Closes every socket (1001, "going away"): synchronous, so a shutdown stops listening at once. */
@@ -81,6 +83,11 @@ export async function startRealtime(deps: {
       return socket;
     },
     closeSockets,
+    stats() {
+      let channels = 0;
+      for (const socket of sockets) channels += socket.channelCount;
+      return { sockets: sockets.size, channels };
+    },
     async close() {
       stopped = true;
       closeSockets();

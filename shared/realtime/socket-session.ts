@@ -63,6 +63,11 @@ export class RealtimeSocket {
     this.touch();
   }
 
+  /** Channels joined now. */
+  get channelCount(): number {
+    return this.channels.size;
+  }
+
   /** Closes the socket (graceful shutdown of the API: 1001 "going away", clients reconnect elsewhere). */
   close(code = 1001, reason = 'server shutting down'): void {
     this.teardown();

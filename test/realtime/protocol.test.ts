@@ -110,6 +110,25 @@ describe('realtime protocol frames', () => {
     expect(b.frames().find((f) => f.event === 'system')!.payload).toEqual({ extension: 'system', status: 'error', message: 'Track message size exceeded', channel: `team:${team.id}` });
   });
 
+  it('/metrics counts open sockets, joined channels and broadcasts', async () => {
+    const { team, ownerJwt } = await twoMembers();
+    const topic = `realtime:team:${team.id}`;
+    const metric = async (name: string) => {
+      const text = await (await fetch(`${origin}/metrics`)).text();
+      return Number(new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+    };
+    const before = { sockets: await metric('realtime_sockets'), channels: await metric('realtime_channels'), local: await metric('realtime_broadcasts_total{origin="local"}') };
+    expect(Number.isInteger(before.sockets) && Number.isInteger(before.channels)).toBe(true);
+    const raw = await open('2.0.0');
+    const join = raw.join(topic, joinPayload({ token: ownerJwt }));
+    await raw.replyTo(join);
+    raw.push(topic, 'broadcast', { type: 'broadcast', event: 'm', payload: {} }, join);
+    await sleep(100);
+    expect(await metric('realtime_sockets')).toBe(before.sockets + 1);
+    expect(await metric('realtime_channels')).toBe(before.channels + 1);
+    expect(await metric('realtime_broadcasts_total{origin="local"}')).toBe((Number.isNaN(before.local) ? 0 : before.local) + 1);
+  });
+
   it('a channel on another topic name takes postgres_changes only: broadcast and presence there are refused', async () => {
     const { ownerJwt } = await twoMembers();
     const raw = await open('2.0.0');

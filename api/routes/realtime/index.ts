@@ -1,6 +1,7 @@
 import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { Counter, Gauge } from 'prom-client';
 import { createDataApiIdentity } from '../../../shared/data-api/identity.js';
 import { DataApiError } from '../../../shared/data-api/errors.js';
 import { createHttpBroadcast } from '../../../shared/realtime/http-broadcast.js';
@@ -37,6 +38,20 @@ export const realtimeRoutes: FastifyPluginAsync<AppDeps & { realtimeLimits?: Par
     preClose: (done) => { realtime.closeSockets(); done(); },
   });
   app.addHook('onClose', async () => { await realtime.close(); });
+
+  // Gauges read when /metrics is scraped; counters follow the hub's counts.
+  new Gauge({ name: 'realtime_sockets', help: 'Open realtime websockets of this process', registers: [app.metrics], collect() { this.set(realtime.stats().sockets); } });
+  new Gauge({ name: 'realtime_channels', help: 'Joined realtime channels of this process', registers: [app.metrics], collect() { this.set(realtime.stats().channels); } });
+  const seen = { local: 0, remote: 0 };
+  new Counter({
+    name: 'realtime_broadcasts_total', help: 'Broadcasts fanned out by this process, by origin (its clients, other processes)', labelNames: ['origin'] as const, registers: [app.metrics],
+    collect() {
+      for (const origin of ['local', 'remote'] as const) {
+        this.inc({ origin }, realtime.hub.counts[origin] - seen[origin]);
+        seen[origin] = realtime.hub.counts[origin];
+      }
+    },
+  });
 
   app.get('/realtime/v1/websocket', {
     websocket: true,
