@@ -1,9 +1,8 @@
-import type pg from 'pg';
 import type { Database } from '../db/client.js';
 import type { IdentityProvider } from '../credentials/identity-provider.js';
 import type { SecretKeyRing } from '../secrets/key-ring.js';
 import { DataApiError, parseError, unsupported } from './errors.js';
-import { runInTransaction, runRead, runReadPipelined, type RoleContext } from './executor-repository.js';
+import { runInTransaction, runRead, type RoleContext } from './executor-repository.js';
 import { createDataApiIdentity, type DataApiIdentity, type DataApiIdentityResolver } from './identity.js';
 import { SCHEMA_MOVED, toDataApiError } from './pg-errors.js';
 import { isDataApiFunction, isDataApiRelation } from './relations.js';
@@ -51,17 +50,14 @@ function shape(body: string, rows: number, single: boolean): { body: string; typ
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * `pool`: the data API's own pg pool, when the service knows its DATABASE_URL: reads then take one
- * round trip (executor-repository.ts); without it they take two on the service's pool.
- */
-export function createDataApi(deps: { db: Database; idp: IdentityProvider; secrets: SecretKeyRing; pool?: pg.Pool }): DataApi {
+/** `db` is the service's root Database: reads go out pipelined on its pg pool (executor-repository.ts). */
+export function createDataApi(deps: { db: Database; idp: IdentityProvider; secrets: SecretKeyRing }): DataApi {
   const identity = createDataApiIdentity(deps);
   const schema = new SchemaCache(deps.db);
 
   /** A read's one row (body, rows, total or just total), with numbers as numbers whichever path ran it. */
   async function readRow(context: RoleContext, statement: ReadStatement): Promise<{ body: string; rows: number; total: number | null }> {
-    const row: Record<string, unknown> = deps.pool ? await runReadPipelined(deps.pool, context, statement) : await runRead(deps.db, context, statement);
+    const row: Record<string, unknown> = await runRead(deps.db, context, statement);
     return { body: String(row.body ?? '[]'), rows: Number(row.rows ?? 0), total: row.total === undefined || row.total === null ? null : Number(row.total) };
   }
 

@@ -28,6 +28,9 @@ export function createDb(connectionString: string, options: { poolSize?: number;
 
 const pools = new WeakMap<Database, pg.Pool>();
 
+/** The pg pool under a root Database (undefined for a transaction): for protocol-level work such as the data API's pipelined reads. */
+export const poolOf = (db: Database): pg.Pool | undefined => pools.get(db);
+
 /**
  * Runs a statement of the run path as a named prepared statement: each pooled connection parses
  * and plans it once, and the call skips Kysely's per-query connection handling (measured: an API

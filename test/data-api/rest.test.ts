@@ -247,7 +247,7 @@ describe('reads', () => {
     expect(none.error).toBeNull();
     expect(none.data).toBeNull();
   });
-  it('without DATABASE_URL (npm start) reads take the service\'s pool, and no connection keeps a role or claims', async () => {
+  it('reads share the service\'s pool (also as npm start builds the API, without DATABASE_URL), and no connection keeps a role or claims', async () => {
     // The API as npm start builds it: the database URL is not in its configuration.
     const fallback = await buildApp({ ...stack.deps, config: { ...stack.deps.config, DATABASE_URL: undefined } }, { logger: false });
     try {

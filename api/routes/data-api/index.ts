@@ -1,6 +1,5 @@
 import cors from '@fastify/cors';
 import type { FastifyPluginAsync } from 'fastify';
-import pg from 'pg';
 import { createDataApi } from '../../../shared/data-api/service.js';
 import type { AppDeps } from '../../deps.js';
 import { restRoutes } from './rest.js';
@@ -14,17 +13,7 @@ import { rpcRoutes } from './rpc.js';
  * protocol, described in docs/data-api.md.
  */
 export const dataApiRoutes: FastifyPluginAsync<AppDeps> = async (app, deps) => {
-  // Reads go out in one round trip on a pool of the data API's own (a submittable query needs a
-  // pg client, which the service's Kysely pool does not lend). Under `npm start` the database URL
-  // is not in the configuration: reads then use the service's pool in two round trips.
-  const pool = deps.config.DATABASE_URL
-    ? new pg.Pool({ connectionString: deps.config.DATABASE_URL, max: deps.config.DATABASE_POOL_SIZE, application_name: 'wfapp-data-api', connectionTimeoutMillis: 5_000 })
-    : undefined;
-  // An idle connection the server drops must not crash the process; the pool discards it.
-  pool?.on('error', () => {});
-  pool?.on('connect', (client) => { client.on('error', () => {}); });
-  if (pool) app.addHook('onClose', async () => { await pool.end(); });
-  const dataApi = createDataApi({ db: deps.db, idp: deps.idp, secrets: deps.secrets, pool });
+  const dataApi = createDataApi({ db: deps.db, idp: deps.idp, secrets: deps.secrets });
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
