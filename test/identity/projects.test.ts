@@ -67,4 +67,12 @@ describe("a team's project list", () => {
     expect((await list('not-a-uuid', await make.jwt(owner.id))).statusCode).toBe(400);
     expect((await stack.app.inject({ method: 'GET', url: `/teams/${randomUUID()}/projects` })).statusCode).toBe(401);
   });
+
+  it('the OpenAPI document lists the route with its response schema', async () => {
+    const res = await stack.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(res.statusCode).toBe(200);
+    const route = res.json().paths['/teams/{teamId}/projects']?.get;
+    expect(route?.responses['200'].content['application/json'].schema.properties.projects.items.properties)
+      .toEqual(expect.objectContaining({ id: expect.any(Object), slug: expect.any(Object), systemPurpose: expect.any(Object) }));
+  });
 });
