@@ -45,6 +45,7 @@ export class PgBus implements Bus {
   private flushing: Promise<void> | null = null;
   private scheduled = false;
   private sequence = 0;
+  private failures = { dropped: 0, reportedAt: 0 };
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly db: Database, listener: PgListener, private readonly log: (message: string) => void = () => {}) {
@@ -104,11 +105,24 @@ export class PgBus implements Bus {
     this.queue = [];
     if (batch.length === 0) return;
     this.flushing = notifyAll(this.db, BUS_CHANNEL, batch)
-      .catch((error: Error) => this.log(`realtime bus: publish failed (${batch.length} payloads dropped): ${error.message}`))
+      .catch((error: Error) => this.publishFailed(batch.length, error))
       .finally(() => {
         this.flushing = null;
         if (this.queue.length) this.startFlush();
       });
+  }
+
+  /**
+   * A publish that failed (PostgreSQL away): its payloads are dropped, and the loss is reported at
+   * most every 10 s, summed, so an outage (already reported by whoever first needs the database)
+   * does not flood the log with one line per beat.
+   */
+  private publishFailed(count: number, error: Error): void {
+    this.failures.dropped += count;
+    const now = Date.now();
+    if (now - this.failures.reportedAt < 10_000) return;
+    this.log(`realtime bus: publishing failed, ${this.failures.dropped} payloads dropped: ${error.message}`);
+    this.failures = { dropped: 0, reportedAt: now };
   }
 
   private receive(payload: string): void {

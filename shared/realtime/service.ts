@@ -50,7 +50,7 @@ export async function startRealtime(deps: {
   let starting: Promise<void> = Promise.resolve();
   if (deps.databaseUrl) {
     const pgListener = (listener = new PgListener(deps.databaseUrl, (error) => log('warn', 'realtime listener', { err: error.message })));
-    bus = new PgBus(deps.db, pgListener, (message) => log('warn', message));
+    bus = new PgBus(deps.db, pgListener, (message) => log('info', message));
     // While PostgreSQL is away at start this process still serves its own sockets, and tries
     // again every second (once up, PgListener reconnects by itself).
     const listen = () => {
