@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataApiIdentity } from '../data-api/identity.js';
 import type { ChannelSink } from './hub.js';
 import type { ChangeBinding } from './postgres-changes.js';
-import type { Vsn } from './serializer.js';
+import { encodeFrame, type Vsn } from './serializer.js';
 import type { MemberTopic } from './topics.js';
 
 /** The longest a token-expiry timer waits at once (setTimeout's limit is about 24 days). */
@@ -33,6 +33,11 @@ export class JoinedChannel implements ChannelSink {
 
   send(data: string | Buffer): void {
     this.sendFrame(data);
+  }
+
+  /** Pushes a server event on this channel (e.g. `postgres_changes` `{ ids, data }` from the change capture). */
+  push(event: string, payload: unknown): void {
+    this.sendFrame(encodeFrame(this.vsn, this.joinRef, null, this.topic, event, payload));
   }
 
   /** Calls `onExpired` when the identity's JWT expires (nothing for the anon role). A new identity restarts it. */
