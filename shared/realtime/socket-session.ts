@@ -261,7 +261,7 @@ export class RealtimeSocket {
 
   private syncPresence(channel: JoinedChannel): void {
     channel.presenceSynced = true;
-    this.send(encodeFrame(this.vsn, channel.joinRef, null, channel.topic, 'presence_state', this.deps.hub.presence.state(channel.topic)));
+    channel.push('presence_state', this.deps.hub.presence.state(channel.topic));
   }
 
   // ---- outbound
@@ -271,7 +271,7 @@ export class RealtimeSocket {
   }
 
   private system(channel: JoinedChannel, extension: string, status: 'ok' | 'error', message: string): void {
-    this.send(encodeFrame(this.vsn, channel.joinRef, null, channel.topic, 'system', { extension, status, message, channel: channel.subTopic }));
+    channel.push('system', { extension, status, message, channel: channel.subTopic });
   }
 
   /** Closes one channel from the server side: a `system` error saying why, then `phx_close`. */
