@@ -104,6 +104,25 @@ describe('realtime broadcast and presence (supabase-js)', () => {
     expect(leaves).toEqual([owner.id, owner.id, owner.id]);
   });
 
+  it('supabase-js with vsn 1.0.0 (JSON objects) talks to a vsn 2.0.0 member both ways', async () => {
+    const { owner, team, member } = await twoMembers();
+    const v1 = supabaseFor(origin, anonKey, () => null, { vsn: '1.0.0' });
+    clients.push(v1);
+    await v1.realtime.setAuth(await make.jwt(owner.id));
+    const v2 = clientAs(await make.jwt(member.id));
+    const got: { v1: unknown[]; v2: unknown[] } = { v1: [], v2: [] };
+    const ch1 = v1.channel(`team:${team.id}`).on('broadcast', { event: 'm' }, (m) => got.v1.push(m.payload)).on('presence', { event: 'sync' }, () => {});
+    const ch2 = v2.channel(`team:${team.id}`).on('broadcast', { event: 'm' }, (m) => got.v2.push(m.payload)).on('presence', { event: 'sync' }, () => {});
+    expect((await subscribed(ch1)).status).toBe('SUBSCRIBED');
+    expect((await subscribed(ch2)).status).toBe('SUBSCRIBED');
+    await ch1.send({ type: 'broadcast', event: 'm', payload: { from: 'v1' } });
+    await ch2.send({ type: 'broadcast', event: 'm', payload: { from: 'v2' } });
+    await ch1.track({ vsn: 1 });
+    await waitFor(() => got.v1.length === 1 && got.v2.length === 1 && Object.keys(ch2.presenceState()).length === 1, 'both ways');
+    expect(got).toEqual({ v1: [{ from: 'v2' }], v2: [{ from: 'v1' }] });
+    expect(Object.values(ch2.presenceState())[0]).toEqual([expect.objectContaining({ vsn: 1 })]);
+  });
+
   it('project:<id> and document:<id> are member topics of the project\'s team', async () => {
     const { owner, team, a, b } = await twoMembers();
     const project = await createProject(stack.db, { teamId: team.id, name: 'P', createdBy: owner.id });
