@@ -50,6 +50,8 @@ interface WireConnection {
   describe(options: { type: 'P'; name: string }): void;
   execute(options: { portal: string; rows: number }): void;
   sync(): void;
+  /** The socket: corked around a batch so its messages leave in one write, not one syscall each. */
+  stream?: { cork(): void; uncork(): void };
 }
 
 /** A value as PostgreSQL's text format reads it (array literals for `in` lists). */
@@ -96,6 +98,7 @@ class PipelinedRead {
     const known = connection.parsedStatements[name] === read.text;
     const prepare = !known && Object.keys(connection.parsedStatements).length < MAX_PREPARED;
     const readName = known || prepare ? name : '';
+    connection.stream?.cork();
     if (!known) connection.parse({ text: read.text, name: readName, types: [] });
     // The settings statement is always the same text: parsed once per connection.
     if (connection.parsedStatements[SETTINGS_STATEMENT] !== settings.text) {
@@ -108,6 +111,7 @@ class PipelinedRead {
     connection.describe({ type: 'P', name: '' });
     connection.execute({ portal: '', rows: 0 });
     connection.sync();
+    connection.stream?.uncork();
     if (!prepare) this.name = undefined;
   }
 
