@@ -26,6 +26,7 @@ import * as dataApiSecurity from './2026_11_27_0024_data_api_security.js';
 import * as oauthAppLifecycle from './2026_11_27_0025_oauth_app_lifecycle.js';
 import * as agentManagement from './2026_11_27_0026_agent_management.js';
 import * as storageBanners from './2026_11_27_0027_storage_banners.js';
+import * as realtimePublication from './2026_11_27_0028_realtime_publication.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -59,4 +60,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0025_oauth_app_lifecycle': oauthAppLifecycle,
   '2026_11_27_0026_agent_management': agentManagement,
   '2026_11_27_0027_storage_banners': storageBanners,
+  '2026_11_27_0028_realtime_publication': realtimePublication,
 };
