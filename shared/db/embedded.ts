@@ -92,7 +92,12 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
     // Loopback TCP only: no unix socket in a folder we may not own, nothing on other interfaces.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    // wal_level=logical: realtime's change capture reads the log (a temporary slot per API process,
+    // docs/realtime.md "Row changes"); the test cluster serves many test databases at once.
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200',
+      '-c', 'wal_level=logical', '-c', 'max_replication_slots=64', '-c', 'max_wal_senders=64',
+    ],
     onLog: (line) => { lastOutput = (lastOutput + line).slice(-2000); log(line); },
     onError: (error) => log(String(error)),
   });

@@ -13,6 +13,8 @@ export class JoinedChannel implements ChannelSink {
   readonly id = randomUUID();
   presenceSynced = false;
   private expiryTimer: NodeJS.Timeout | null = null;
+  /** Set by the socket: ends the channel with `phx_error` (the client rejoins) when it missed row changes. */
+  onInterrupt: (reason: string) => void = () => {};
 
   constructor(
     readonly topic: string,
@@ -38,6 +40,11 @@ export class JoinedChannel implements ChannelSink {
   /** Pushes a server event on this channel (e.g. `postgres_changes` `{ ids, data }` from the change capture). */
   push(event: string, payload: unknown): void {
     this.sendFrame(encodeFrame(this.vsn, this.joinRef, null, this.topic, event, payload));
+  }
+
+  /** This channel missed row changes (capture lost, a batch dropped): it must rejoin and refetch. */
+  interrupt(reason: string): void {
+    this.onInterrupt(reason);
   }
 
   /** Calls `onExpired` when the identity's JWT expires (nothing for the anon role). A new identity restarts it. */

@@ -3,8 +3,8 @@ import type { ColumnType, RelationColumns } from './relations.js';
 
 // The `postgres_changes` part of a join (docs/realtime.md "Row changes"): the bindings a client
 // asks for are validated here and echoed in the join reply in the same order, each with an id the
-// server assigns (supabase-js refuses the channel on any mismatch). Delivering the changes comes
-// in the next part; the registry below is what it will look subscribers up in.
+// server assigns (supabase-js refuses the channel on any mismatch). The registry below is what the
+// change capture (./changes/) looks subscribers up in.
 
 export type ChangeEvent = '*' | 'INSERT' | 'UPDATE' | 'DELETE';
 
@@ -76,7 +76,7 @@ export function validateBindings(raw: unknown, catalog: RelationColumns): Change
 /** The join reply's `postgres_changes`: each requested binding as sent, plus its id. */
 export const echoBindings = (bindings: readonly ChangeBinding[]) => bindings.map((b) => ({ ...b.requested, id: b.id }));
 
-/** Who listens to which relation, for the change capture (next part) to fan out by relation. */
+/** Who listens to which relation, for the change capture to fan out by relation. */
 export class ChangeSubscriptions<Subscriber> {
   private readonly byTable = new Map<string | null, Map<Subscriber, ChangeBinding[]>>();
 
@@ -108,6 +108,23 @@ export class ChangeSubscriptions<Subscriber> {
       }
     }
     return [...found].map(([subscriber, ids]) => ({ subscriber, ids }));
+  }
+
+  has(subscriber: Subscriber): boolean {
+    for (const subscribers of this.byTable.values()) if (subscribers.has(subscriber)) return true;
+    return false;
+  }
+
+  /** Subscribers to a relation's changes (those of every relation included). */
+  subscribersOf(table: string): Subscriber[] {
+    return [...new Set([...(this.byTable.get(table)?.keys() ?? []), ...(this.byTable.get(null)?.keys() ?? [])])];
+  }
+
+  /** Every subscriber. */
+  all(): Subscriber[] {
+    const found = new Set<Subscriber>();
+    for (const subscribers of this.byTable.values()) for (const subscriber of subscribers.keys()) found.add(subscriber);
+    return [...found];
   }
 
   get size(): number {

@@ -1,8 +1,10 @@
 import type { WebSocket } from 'ws';
 import type { DataApiIdentityResolver } from '../data-api/identity.js';
-import type { Database } from '../db/client.js';
+import { poolOf, type Database } from '../db/client.js';
 import { PgListener } from '../db/listener.js';
 import { LocalBus, PgBus, type Bus } from './bus.js';
+import type { CaptureLimits } from './changes/capture.js';
+import { ChangeFeed } from './changes/feed.js';
 import type { JoinedChannel } from './channel.js';
 import { RealtimeHub } from './hub.js';
 import { DEFAULT_LIMITS, type RealtimeLimits } from './limits.js';
@@ -15,6 +17,8 @@ export interface Realtime {
   readonly limits: RealtimeLimits;
   /** Who listens to which relation's changes (for the change capture). */
   readonly changes: ChangeSubscriptions<JoinedChannel>;
+  /** The row changes from PostgreSQL's log (null: no database to read from). */
+  readonly feed: ChangeFeed | null;
   readonly hub: RealtimeHub;
   /** Sockets and joined channels now (for the metrics). */
   stats(): { sockets: number; channels: number };
@@ -40,6 +44,7 @@ export async function startRealtime(deps: {
   identity: DataApiIdentityResolver;
   databaseUrl?: string;
   limits?: Partial<RealtimeLimits>;
+  captureLimits?: CaptureLimits;
   log?: RealtimeLog;
 }): Promise<Realtime> {
   const log = deps.log ?? (() => {});
@@ -68,6 +73,10 @@ export async function startRealtime(deps: {
   const hub = new RealtimeHub(bus);
   const changes = new ChangeSubscriptions<JoinedChannel>();
   const catalog = new RelationCatalog(deps.db);
+  // Row changes read the log of the service's database: DATABASE_URL, or under `npm start` the URL
+  // its pool was made with (one process: the bus stays local, the changes still come from the log).
+  const logUrl = deps.databaseUrl ?? (poolOf(deps.db) as unknown as { options?: { connectionString?: string } } | undefined)?.options?.connectionString;
+  const feed = logUrl ? new ChangeFeed({ url: logUrl, db: deps.db, catalog, subscriptions: changes, log, limits: deps.captureLimits }) : null;
   const sockets = new Set<RealtimeSocket>();
   const closeSockets = () => {
     for (const socket of sockets) socket.close();
@@ -75,9 +84,9 @@ export async function startRealtime(deps: {
   };
 
   return {
-    limits, changes, hub,
+    limits, changes, feed, hub,
     accept(ws, vsn, apikey) {
-      const socket = new RealtimeSocket(ws, vsn, apikey, { db: deps.db, identity: deps.identity, hub, catalog, changes, limits, log });
+      const socket = new RealtimeSocket(ws, vsn, apikey, { db: deps.db, identity: deps.identity, hub, catalog, changes, feed, limits, log });
       sockets.add(socket);
       ws.on('close', () => sockets.delete(socket));
       return socket;
@@ -91,6 +100,7 @@ export async function startRealtime(deps: {
     async close() {
       stopped = true;
       closeSockets();
+      await feed?.close();
       await hub.close().catch(() => {});
       if (bus instanceof PgBus) bus.close();
       await starting;

@@ -6,6 +6,7 @@ import { mayJoinMemberTopic } from './authorization.js';
 import { JoinedChannel } from './channel.js';
 import type { RealtimeHub } from './hub.js';
 import { RateBucket, type RealtimeLimits } from './limits.js';
+import type { ChangeFeed } from './changes/feed.js';
 import { BindingError, echoBindings, validateBindings, type ChangeSubscriptions } from './postgres-changes.js';
 import type { RelationCatalog } from './relations.js';
 import { decodeFrame, encodeFrame, FrameError, type Frame, type Vsn } from './serializer.js';
@@ -17,6 +18,7 @@ export interface SessionDeps {
   hub: RealtimeHub;
   catalog: RelationCatalog;
   changes: ChangeSubscriptions<JoinedChannel>;
+  feed: ChangeFeed | null;
   limits: RealtimeLimits;
   log: RealtimeLog;
 }
@@ -154,6 +156,14 @@ export class RealtimeSocket {
       if (error instanceof BindingError) return refuse(error.message, 'postgres_changes');
       throw error;
     }
+    // The slot must exist before the reply: every change committed after it is then delivered.
+    if (bindings.length && this.deps.feed) {
+      try {
+        await this.deps.feed.ready();
+      } catch (error) {
+        return refuse(`Unable to subscribe to changes: ${(error as Error).message}`, 'postgres_changes');
+      }
+    }
     if (this.closed) return;
     if (existing) this.removeChannel(existing);
 
@@ -167,6 +177,7 @@ export class RealtimeSocket {
       },
       bindings, identity, token, (data) => this.send(data),
     );
+    channel.onInterrupt = (reason) => this.interrupt(channel, reason);
     this.channels.set(frame.topic, channel);
     this.deps.hub.join(channel);
     if (bindings.length) this.deps.changes.add(channel, bindings);
@@ -272,6 +283,17 @@ export class RealtimeSocket {
 
   private system(channel: JoinedChannel, extension: string, status: 'ok' | 'error', message: string): void {
     channel.push('system', { extension, status, message, channel: channel.subTopic });
+  }
+
+  /**
+   * The channel missed row changes: a `system` error saying why, then `phx_error`, on which
+   * supabase-js rejoins by itself (CHANNEL_ERROR, then SUBSCRIBED again: the moment to refetch).
+   */
+  private interrupt(channel: JoinedChannel, reason: string): void {
+    if (this.channels.get(channel.topic) !== channel) return;
+    this.system(channel, 'postgres_changes', 'error', reason);
+    channel.push('phx_error', { reason });
+    this.removeChannel(channel);
   }
 
   /** Closes one channel from the server side: a `system` error saying why, then `phx_close`. */

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
-import { credentialFactory } from '../harness/credentials.js';
-import { createTestStack, type TestStack } from '../harness/stack.js';
-import { anonKeyOf, binaryBroadcastPush, joinPayload, RawSocket, sleep, socketUrl, subscribed, supabaseFor, waitFor } from './clients.js';
+import { startRealtimeTestStack, type RealtimeTestStack } from '../harness/realtime.js';
+import type { TestStack } from '../harness/stack.js';
+import { binaryBroadcastPush, joinPayload, RawSocket, sleep, socketUrl, subscribed, supabaseFor, waitFor } from './clients.js';
 
 // Bad input at /realtime/v1/websocket, each with its test (issue 37): refused upgrades, refused
 // joins (Phoenix error reply plus a system message), malformed and oversized frames, too many
@@ -12,7 +12,7 @@ import { anonKeyOf, binaryBroadcastPush, joinPayload, RawSocket, sleep, socketUr
 // database.
 describe('realtime bad input', () => {
   let stack: TestStack;
-  let make: ReturnType<typeof credentialFactory>;
+  let make: RealtimeTestStack['make'];
   let origin: string;
   let anonKey: string;
   const sockets: RawSocket[] = [];
@@ -40,10 +40,7 @@ describe('realtime bad input', () => {
   }
 
   beforeAll(async () => {
-    stack = await createTestStack();
-    make = credentialFactory(stack);
-    origin = await stack.app.listen({ port: 0, host: '127.0.0.1' });
-    anonKey = anonKeyOf(stack);
+    ({ stack, make, origin, anonKey } = await startRealtimeTestStack());
   });
   afterAll(async () => {
     for (const raw of sockets) raw.close();

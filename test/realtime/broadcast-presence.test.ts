@@ -2,15 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { SupabaseClient } from '@supabase/supabase-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember, createProject } from '../../shared/identity/service.js';
-import { credentialFactory } from '../harness/credentials.js';
-import { createTestStack, type TestStack } from '../harness/stack.js';
-import { anonKeyOf, sleep, subscribed, supabaseFor, waitFor } from './clients.js';
+import { startRealtimeTestStack, type RealtimeTestStack } from '../harness/realtime.js';
+import type { TestStack } from '../harness/stack.js';
+import { sleep, subscribed, supabaseFor, waitFor } from './clients.js';
 
 // Broadcast and presence between two members with the real supabase-js 2.109.0 (issue 37), and
 // everybody else refused a join on a member topic.
 describe('realtime broadcast and presence (supabase-js)', () => {
   let stack: TestStack;
-  let make: ReturnType<typeof credentialFactory>;
+  let make: RealtimeTestStack['make'];
   let origin: string;
   let anonKey: string;
   const clients: SupabaseClient[] = [];
@@ -31,10 +31,7 @@ describe('realtime broadcast and presence (supabase-js)', () => {
   }
 
   beforeAll(async () => {
-    stack = await createTestStack();
-    make = credentialFactory(stack);
-    origin = await stack.app.listen({ port: 0, host: '127.0.0.1' });
-    anonKey = anonKeyOf(stack);
+    ({ stack, make, origin, anonKey } = await startRealtimeTestStack());
   });
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.removeAllChannels();

@@ -1,15 +1,15 @@
 import type { SupabaseClient } from '@supabase/supabase-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
-import { credentialFactory } from '../harness/credentials.js';
-import { createTestStack, type TestStack } from '../harness/stack.js';
-import { anonKeyOf, sleep, statuses, supabaseFor, waitFor } from './clients.js';
+import { startRealtimeTestStack, type RealtimeTestStack } from '../harness/realtime.js';
+import type { TestStack } from '../harness/stack.js';
+import { sleep, statuses, supabaseFor, waitFor } from './clients.js';
 
 // Broadcast over HTTP (docs/realtime.md "HTTP broadcast"): supabase-js's send() on a channel that
 // is not joined, and httpSend(), reach the members on the socket; nobody else may send.
 describe('realtime broadcast over HTTP', () => {
   let stack: TestStack;
-  let make: ReturnType<typeof credentialFactory>;
+  let make: RealtimeTestStack['make'];
   let origin: string;
   let anonKey: string;
   const clients: SupabaseClient[] = [];
@@ -36,10 +36,7 @@ describe('realtime broadcast over HTTP', () => {
   }
 
   beforeAll(async () => {
-    stack = await createTestStack();
-    make = credentialFactory(stack);
-    origin = await stack.app.listen({ port: 0, host: '127.0.0.1' });
-    anonKey = anonKeyOf(stack);
+    ({ stack, make, origin, anonKey } = await startRealtimeTestStack());
   });
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.removeAllChannels();

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
-import { credentialFactory } from '../harness/credentials.js';
-import { createTestStack, type TestStack } from '../harness/stack.js';
-import { anonKeyOf, binaryBroadcastPush, decodeUserBroadcast, joinPayload, RawSocket, sleep, socketUrl, waitFor } from './clients.js';
+import { startRealtimeTestStack, type RealtimeTestStack } from '../harness/realtime.js';
+import type { TestStack } from '../harness/stack.js';
+import { binaryBroadcastPush, decodeUserBroadcast, joinPayload, RawSocket, sleep, socketUrl, waitFor } from './clients.js';
 
 // The Phoenix wire itself, frame by frame (docs/realtime.md "Protocol"): vsn 1.0.0 objects and
 // vsn 2.0.0 arrays, heartbeats, binary broadcasts (kind 3 in, kind 4 out), presence frames, leave.
 describe('realtime protocol frames', () => {
   let stack: TestStack;
-  let make: ReturnType<typeof credentialFactory>;
+  let make: RealtimeTestStack['make'];
   let origin: string;
   let anonKey: string;
   const sockets: RawSocket[] = [];
@@ -29,10 +29,7 @@ describe('realtime protocol frames', () => {
   }
 
   beforeAll(async () => {
-    stack = await createTestStack();
-    make = credentialFactory(stack);
-    origin = await stack.app.listen({ port: 0, host: '127.0.0.1' });
-    anonKey = anonKeyOf(stack);
+    ({ stack, make, origin, anonKey } = await startRealtimeTestStack());
   });
   afterAll(async () => {
     for (const raw of sockets) raw.close();

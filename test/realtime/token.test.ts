@@ -1,15 +1,15 @@
 import type { SupabaseClient } from '@supabase/supabase-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
-import { credentialFactory } from '../harness/credentials.js';
-import { createTestStack, type TestStack } from '../harness/stack.js';
-import { anonKeyOf, RawSocket, sleep, socketUrl, statuses, supabaseFor, waitFor } from './clients.js';
+import { startRealtimeTestStack, type RealtimeTestStack } from '../harness/realtime.js';
+import type { TestStack } from '../harness/stack.js';
+import { RawSocket, sleep, socketUrl, statuses, supabaseFor, waitFor } from './clients.js';
 
 // A channel lives as long as its JWT: it is closed with a `system` error when the token expires,
 // and a refreshed token (an `access_token` push) keeps it (issue 37, CONTRACTS "Keys and identity").
 describe('realtime and the JWT of a channel', () => {
   let stack: TestStack;
-  let make: ReturnType<typeof credentialFactory>;
+  let make: RealtimeTestStack['make'];
   let origin: string;
   let anonKey: string;
   const clients: SupabaseClient[] = [];
@@ -21,10 +21,7 @@ describe('realtime and the JWT of a channel', () => {
   }
 
   beforeAll(async () => {
-    stack = await createTestStack();
-    make = credentialFactory(stack);
-    origin = await stack.app.listen({ port: 0, host: '127.0.0.1' });
-    anonKey = anonKeyOf(stack);
+    ({ stack, make, origin, anonKey } = await startRealtimeTestStack());
   });
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.removeAllChannels();
