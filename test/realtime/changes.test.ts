@@ -94,9 +94,10 @@ describe('realtime postgres_changes', () => {
     const ledger = await listen(client, 'credit_transactions');
     const balance = await listen(client, 'credit_balances', { filter: `team_id=eq.${a.team.id}` });
     const outsider = await listen(await clientOf(b.owner.id), 'credit_transactions');
+    const exact = await listen(client, 'credit_transactions', { filter: 'amount_milli=eq.5000' });
 
     await grantCredits(stack.db, { teamId: a.team.id, amountMilli: 7_000 }); // what `cli credits grant` runs
-    await waitFor(() => ledger.got.length === 1 && balance.got.length === 1, 'the grant seen on both relations').catch((e) => { console.log(JSON.stringify({ l: ledger.got, b: balance.got })); throw e; });
+    await waitFor(() => ledger.got.length === 1 && balance.got.length === 1, 'the grant seen on both relations');
     expect(ledger.got[0]).toMatchObject({ eventType: 'INSERT', table: 'credit_transactions', new: { team_id: a.team.id, amount_milli: 7_000 } });
     expect(balance.got[0]).toMatchObject({ eventType: 'UPDATE', table: 'credit_balances', new: { team_id: a.team.id, balance_milli: 107_000 }, old: { team_id: a.team.id } });
 
@@ -104,6 +105,11 @@ describe('realtime postgres_changes', () => {
     await waitFor(() => outsider.got.length > 0, 'b\'s own grant');
     expect(outsider.got.map((c) => c.new.team_id)).toEqual([b.team.id]);
     expect(ledger.got).toHaveLength(1);
+
+    // An eq filter on a number column: only the matching grant.
+    await grantCredits(stack.db, { teamId: a.team.id, amountMilli: 5_000 });
+    await waitFor(() => ledger.got.length === 2 && exact.got.length === 1, 'the 5,000 grant');
+    expect(exact.got[0]).toMatchObject({ eventType: 'INSERT', new: { team_id: a.team.id, amount_milli: 5_000 } });
   });
 
   it('a schedule created through the HTTP API reaches members as project_schedules (the view), filtered by project', async () => {
