@@ -93,10 +93,12 @@ export async function startEmbeddedPostgres(options: {
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
     // Loopback TCP only: no unix socket in a folder we may not own, nothing on other interfaces.
     // wal_level=logical: realtime's change capture reads the log (a temporary slot per API process,
-    // docs/realtime.md "Row changes"); the test cluster serves many test databases at once.
+    // docs/realtime.md "Row changes"); the test cluster serves many test databases at once. A slot
+    // that lags more than 1 GB of WAL is given up by PostgreSQL (its channels rejoin and refetch)
+    // rather than fill the disk.
     postgresFlags: [
       '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200',
-      '-c', 'wal_level=logical', '-c', 'max_replication_slots=64', '-c', 'max_wal_senders=64',
+      '-c', 'wal_level=logical', '-c', 'max_replication_slots=64', '-c', 'max_wal_senders=64', '-c', 'max_slot_wal_keep_size=1GB',
     ],
     onLog: (line) => { lastOutput = (lastOutput + line).slice(-2000); log(line); },
     onError: (error) => log(String(error)),
