@@ -8,7 +8,7 @@ import { publishDirect } from '../harness/apps.js';
 import { startRealtimeTestStack, type RealtimeTestStack } from '../harness/realtime.js';
 import { createTestStack, type TestStack } from '../harness/stack.js';
 import { deleteTemporalSchedules } from '../schedules/helpers.js';
-import { statuses, supabaseFor, waitFor } from './clients.js';
+import { joinPayload, RawSocket, socketUrl, statuses, supabaseFor, waitFor } from './clients.js';
 
 // Row changes from PostgreSQL's log, delivered with the unmodified supabase-js to the subscribers
 // whose row-level security lets them read the row (issue 37, CONTRACTS "Realtime"). "Sees none" is
@@ -190,6 +190,29 @@ describe('realtime postgres_changes', () => {
     const theirs = (await sql<{ id: string }>`INSERT INTO assets_sessions (team_id, project_id, created_by) VALUES (${b.team.id}, ${projectB}, ${b.member.id}) RETURNING id`.execute(stack.db)).rows[0]!.id;
     await waitFor(() => outsider.got.length > 0, 'b\'s own session');
     expect(outsider.got.map((c) => [c.eventType, c.new.id])).toEqual([['INSERT', theirs]]);
+  });
+
+  it('a client that stops reading is disconnected once 4 MiB wait for it; the others get every change and the slot moves on', async () => {
+    const a = await tenant('slow');
+    const project = (await createProject(stack.db, { teamId: a.team.id, name: 'P' })).id;
+    const doc = (await sql<{ id: string }>`INSERT INTO documents (id, project_id, name, graph) VALUES (gen_random_uuid(), ${project}, 'v0', '{}') RETURNING id`.execute(stack.db)).rows[0]!.id;
+    const reader = await listen(await clientOf(a.member.id), 'documents', { filter: `id=eq.${doc}` });
+    const slow = new RawSocket(socketUrl(rt.origin, { apikey: rt.anonKey, vsn: '2.0.0' }));
+    await slow.opened;
+    const ref = slow.join('realtime:slow', joinPayload({ token: await rt.make.jwt(a.owner.id), postgresChanges: [{ event: '*', schema: 'public', table: 'documents', filter: `id=eq.${doc}` }] }));
+    expect((await slow.replyTo(ref))?.payload).toMatchObject({ status: 'ok' });
+    (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+
+    // 60 updates carrying 200 KB each: 12 MB owed to a client that reads nothing.
+    const pad = 'x'.repeat(200 * 1024);
+    for (let i = 1; i <= 60; i++) await sql`UPDATE documents SET name = ${`v${i}`}, graph = ${JSON.stringify({ pad, i })}::jsonb WHERE id = ${doc}`.execute(stack.db);
+    const last = (await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(stack.db)).rows[0]!.lsn;
+    await waitFor(() => reader.got.length === 60, 'every update at the reading client', 30_000);
+    expect(reader.got.map((c) => c.new.name)).toEqual(Array.from({ length: 60 }, (_, i) => `v${i + 1}`));
+    (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await waitFor(() => slow.closed, 'the slow client disconnected', 10_000);
+    expect(slow.closed).toEqual({ code: 1008, reason: 'client too slow' });
+    await waitFor(async () => (await sql<{ ok: boolean }>`SELECT bool_and(confirmed_flush_lsn >= ${last}::pg_lsn) AS ok FROM pg_replication_slots WHERE database = current_database()`.execute(stack.db)).rows[0]?.ok, 'the slots confirmed past the updates', 15_000);
   });
 
   it('two API processes: each subscriber gets every change it is owed once, whichever process it is on', async () => {
