@@ -48,6 +48,8 @@ export function rulesFromRows(rows: ReadonlyArray<{ rule_key: string; value: unk
 /**
  * The price list read through memory. Entries live `ttlMs` (5 minutes, as site settings) unless a
  * change notification or a lost LISTEN connection (the settings cache reports both) drops them first.
+ * A load reads through the caller's `db`, never a handle kept from an earlier caller: that may have
+ * been a transaction which has since ended (a run admitted inside a connector dispatch's transaction).
  */
 export class BillingRulesCache {
   private value: { rules: BillingRules; expiresAt: number } | null = null;
@@ -55,16 +57,13 @@ export class BillingRulesCache {
   /** Bumped by every invalidation, so a load that started before a change is not kept after it. */
   private generation = 0;
 
-  constructor(
-    private readonly db: Database,
-    private readonly options: { ttlMs?: number; onInvalid?: (message: string) => void } = {},
-  ) {}
+  constructor(private readonly options: { ttlMs?: number; onInvalid?: (message: string) => void } = {}) {}
 
-  async get(): Promise<BillingRules> {
+  async get(db: Database): Promise<BillingRules> {
     if (this.value && this.value.expiresAt > Date.now()) return this.value.rules;
     if (this.inflight) return this.inflight;
     const generation = this.generation;
-    const load = findLiveBillingRules(this.db)
+    const load = findLiveBillingRules(db)
       .then((rows) => {
         const rules = rulesFromRows(rows, this.options.onInvalid);
         if (generation === this.generation) this.value = { rules, expiresAt: Date.now() + (this.options.ttlMs ?? 300_000) };
@@ -99,11 +98,11 @@ export async function currentBillingRules(deps: { db: Database; settings: object
   let cache = caches.get(deps.settings);
   if (!cache) {
     if (!reportsChanges(deps.settings)) return rulesFromRows(await findLiveBillingRules(deps.db));
-    cache = new BillingRulesCache(deps.db);
+    cache = new BillingRulesCache();
     cache.follow(deps.settings);
     caches.set(deps.settings, cache);
   }
-  return cache.get();
+  return cache.get(deps.db);
 }
 
 /**

@@ -83,6 +83,11 @@ const EXEMPT: Record<string, string> = {
   'POST /storage/v1/object/:bucket/*': "a bucket name and an uploader's object name; another uploader's object is 403 AccessDenied by the storage protocol",
   'PUT /storage/v1/object/:bucket/*': "a bucket name and an uploader's object name; another uploader's object is 403 AccessDenied by the storage protocol",
   'DELETE /storage/v1/object/:bucket': 'a bucket name; the object names are in the body',
+  // Realtime's HTTP broadcast (docs/realtime.md): the topic names a team, project or document;
+  // another team's topic and a missing one both get the same "no permission to write" refusal
+  // (test/realtime/http-broadcast.test.ts).
+  'OPTIONS /realtime/v1/api*': 'CORS preflight of realtime\'s HTTP endpoints',
+  'POST /realtime/v1/api/broadcast/:topic/events/:event': 'a topic name; a non-member\'s topic, existing or not, is the same 403 (tested in test/realtime/http-broadcast.test.ts)',
   'DELETE /my/credentials/agent-tokens/:bindingId': 'spec 7.4: a binding that does not belong to the caller is 403 Forbidden, a missing one 404',
   'DELETE /my/credentials/agent-bindings-as-agent/:bindingId': 'spec 7.4: a binding that does not belong to the caller is 403 Forbidden, a missing one 404',
 };

@@ -97,14 +97,21 @@ describe('billing_rules drives pricing', () => {
     await stack.db.updateTable('billing_rules').set({ deleted_at: sql<Date>`now()` as never }).where('deleted_at', 'is', null).execute();
   });
 
+  it('a load reads through its own caller, not a transaction an earlier caller has since ended', async () => {
+    const cache = new BillingRulesCache();
+    await stack.db.transaction().execute(async (trx) => { await cache.get(trx); });
+    cache.invalidate();
+    await expect(cache.get(stack.db)).resolves.toMatchObject({ runBaseMilli: expect.any(Number) });
+  });
+
   it('reads are served from memory until a change is reported', async () => {
-    const cache = new BillingRulesCache(stack.db); // follows nothing: only invalidate() (or the TTL) drops it
-    const before = (await cache.get()).llmPer1kTokensMilli;
+    const cache = new BillingRulesCache(); // follows nothing: only invalidate() (or the TTL) drops it
+    const before = (await cache.get(stack.db)).llmPer1kTokensMilli;
     await stack.db.insertInto('billing_rules').values({ rule_key: 'llmPer1kTokensMilli', value: JSON.stringify(before + 7) }).execute();
     try {
-      expect((await cache.get()).llmPer1kTokensMilli).toBe(before);
+      expect((await cache.get(stack.db)).llmPer1kTokensMilli).toBe(before);
       cache.invalidate();
-      expect((await cache.get()).llmPer1kTokensMilli).toBe(before + 7);
+      expect((await cache.get(stack.db)).llmPer1kTokensMilli).toBe(before + 7);
     } finally {
       await stack.db.deleteFrom('billing_rules').where('rule_key', '=', 'llmPer1kTokensMilli').execute();
     }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { SupabaseClient } from '@supabase/supabase-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addTeamMember } from '../../shared/identity/service.js';
@@ -59,6 +60,9 @@ describe('realtime broadcast over HTTP', () => {
     const { team, got, ownerJwt } = await listening();
     const outsider = await clientAs(await make.jwt((await make.user('stranger')).id));
     await expect(outsider.channel(`team:${team.id}`).httpSend('x', { leak: true })).rejects.toThrow(`You do not have permissions to write to this Channel topic: team:${team.id}`);
+    // Another team's topic answers exactly as a team that does not exist (the id sweep relies on it).
+    const missing = `team:${randomUUID()}`;
+    await expect(outsider.channel(missing).httpSend('x', { leak: true })).rejects.toThrow(`You do not have permissions to write to this Channel topic: ${missing}`);
     const auth = { apikey: anonKey, authorization: `Bearer ${ownerJwt}` };
     const cases: Array<[string, unknown, Record<string, string>, number, string]> = [
       ['', { messages: [{ topic: `team:${team.id}`, event: 'x', payload: {} }] }, { apikey: anonKey }, 403, 'Broadcast needs a signed-in member of the topic\'s team'],
