@@ -157,9 +157,10 @@ export class RealtimeSocket {
       throw error;
     }
     // The slot must exist before the reply: every change committed after it is then delivered.
+    let stream: number | null = null;
     if (bindings.length && this.deps.feed) {
       try {
-        await this.deps.feed.ready();
+        stream = await this.deps.feed.ready();
       } catch (error) {
         return refuse(`Unable to subscribe to changes: ${(error as Error).message}`, 'postgres_changes');
       }
@@ -185,6 +186,8 @@ export class RealtimeSocket {
     this.reply(frame, 'ok', { postgres_changes: echoBindings(bindings) }, joinRef);
     if (presenceEnabled) this.syncPresence(channel);
     if (bindings.length) this.system(channel, 'postgres_changes', 'ok', 'Subscribed to PostgreSQL');
+    // The stream it waited for was lost before the channel was registered: rejoin at once.
+    if (stream !== null && !this.deps.feed!.stillReading(stream)) channel.interrupt('Lost the connection to the database log; rejoin and refetch');
   }
 
   /** The identity a join or token push acts as: no token (or the anon key) is the anon role. */

@@ -34,6 +34,8 @@ export class ChangeFeed {
   private idleSince: number | null = null;
   private readonly idleTimer: NodeJS.Timeout;
   private closed = false;
+  /** Counts lost streams: a join that waited for one stream must not be registered after it was lost. */
+  private generation = 0;
 
   constructor(private readonly options: ChangeFeedOptions) {
     this.dispatcher = new ChangeDispatcher(options.db, options.catalog, options.subscriptions);
@@ -46,10 +48,14 @@ export class ChangeFeed {
     return this.capture?.slotName ?? null;
   }
 
-  /** Resolves once the capture's slot exists; rejects when PostgreSQL cannot be reached in time. */
-  async ready(): Promise<void> {
+  /**
+   * Resolves once the capture's slot exists, with a token for `stillReading`; rejects when
+   * PostgreSQL cannot be reached in time.
+   */
+  async ready(): Promise<number> {
     if (this.closed) throw new Error('shutting down');
     this.idleSince = null;
+    const generation = this.generation;
     const capture = (this.capture ??= this.start());
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -60,12 +66,19 @@ export class ChangeFeed {
     } catch (error) {
       if (this.capture === capture && capture) {
         this.capture = null;
+        this.generation++;
         await capture.stop();
       }
       throw error;
     } finally {
       clearTimeout(timer);
     }
+    return generation;
+  }
+
+  /** Is the stream a `ready()` waited for still the one being read (not lost since)? */
+  stillReading(token: number): boolean {
+    return this.generation === token && this.capture !== null;
   }
 
   async close(): Promise<void> {
@@ -83,6 +96,7 @@ export class ChangeFeed {
       (error) => {
         if (this.capture !== capture) return;
         this.capture = null;
+        this.generation++;
         this.options.log('warn', 'realtime change capture lost; channels with postgres_changes rejoin', { err: error.message });
         for (const channel of this.options.subscriptions.all()) channel.interrupt('Lost the connection to the database log; rejoin and refetch');
       },
@@ -101,6 +115,7 @@ export class ChangeFeed {
     const capture = this.capture;
     this.capture = null;
     this.idleSince = null;
+    this.generation++;
     void capture.stop();
   }
 }
