@@ -46,6 +46,9 @@ if (only('data-api')) {
   process.exit(0);
 }
 
+// Realtime (issue 37) and run streams at its scale: on a PostgreSQL of its own; `--only realtime` runs it alone.
+if (only('realtime') || !process.argv.includes('--only')) { const realtime = await import('./realtime.js'); await realtime.runRealtimeBenchAlone(); if (only('realtime')) process.exit(0); }
+
 // 0. The run path as users run it: the README's `npm start` under an HTTP load generator, before
 // the harness's servers start (they would share the cores). `--peer n8n` adds n8n beside it.
 const peerArg = process.argv.indexOf('--peer');
