@@ -1,23 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import Fastify from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../../api/app.js';
-import { connectAppDeps } from '../../api/connect-deps.js';
 import type { AppDeps } from '../../api/deps.js';
-import { loadConfig } from '../../shared/config.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
-import { createDb } from '../../shared/db/client.js';
-import { startEmbeddedPostgres } from '../../shared/db/embedded.js';
-import { migrateToLatest } from '../../shared/db/migrate.js';
 import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { deriveApiSchema } from '../../shared/documents/graph-schema.js';
 import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
-import { startTemporalDevServer } from '../../temporal/dev-server.js';
 import { concurrentOpsPerSecond, median, report, type Comparison } from './measure.js';
+import { withOwnStack } from './own-stack.js';
 
 const REQUESTS = 2_000;
 const CONCURRENCY = 16;
@@ -113,29 +105,8 @@ export async function benchDataApi(deps: AppDeps, databaseUrl: string, { request
 
 /** `npm run bench -- --only data-api`: this section alone, on a PostgreSQL and Temporal of its own. */
 export async function runDataApiBenchAlone(options: { requests?: number; pairs?: number } = {}): Promise<void> {
-  const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-data-api-'));
-  await chmod(workDir, 0o755);
-  const [postgres, temporal] = await Promise.all([
-    startEmbeddedPostgres({ dataDir: path.join(workDir, 'postgres'), persistent: false }),
-    startTemporalDevServer({ namespace: 'default' }),
-  ]);
-  try {
-    const admin = createDb(postgres.url, { poolSize: 1 });
-    await sql.raw('CREATE DATABASE bench_data_api').execute(admin);
-    await admin.destroy();
-    const config = loadConfig({ ...process.env, DATA_DIR: workDir, LOG_LEVEL: 'silent' });
-    const databaseUrl = postgres.urlFor('bench_data_api');
-    const deps = await connectAppDeps(config, { databaseUrl, temporalAddress: temporal.address });
-    try {
-      await migrateToLatest(deps.db);
-      report(await benchDataApi(deps, databaseUrl, options));
-      console.log('\n(one run; the machine is shared, so compare the ratios, not the absolute figures)');
-    } finally {
-      await deps.close();
-    }
-  } finally {
-    await temporal.stop();
-    await postgres.stop();
-    await rm(workDir, { recursive: true, force: true });
-  }
+  await withOwnStack('data-api', async (deps, databaseUrl) => {
+    report(await benchDataApi(deps, databaseUrl, options));
+    console.log('\n(one run; the machine is shared, so compare the ratios, not the absolute figures)');
+  });
 }

@@ -1,25 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import { sql } from 'kysely';
 import WebSocket from 'ws';
 import { buildApp } from '../../api/app.js';
-import { connectAppDeps } from '../../api/connect-deps.js';
 import type { AppDeps } from '../../api/deps.js';
 import { insertRunEvents } from '../../shared/app-runs/run-events-repository.js';
-import { loadConfig } from '../../shared/config.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
-import { createDb, type Database } from '../../shared/db/client.js';
-import { startEmbeddedPostgres } from '../../shared/db/embedded.js';
-import { migrateToLatest } from '../../shared/db/migrate.js';
+import type { Database } from '../../shared/db/client.js';
 import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { deriveApiSchema } from '../../shared/documents/graph-schema.js';
 import { addTeamMember, createProject, createTeam, createUser } from '../../shared/identity/service.js';
-import { startTemporalDevServer } from '../../temporal/dev-server.js';
+import { withOwnStack } from './own-stack.js';
 
 // Issue 37's speed goals (spec 6.4) and spec 4.1's run streams at the same scale. One API process:
 // the API (buildApp, as `npm run api` builds it) listens in the bench process, and the clients and
@@ -479,30 +472,9 @@ export function printRealtime(rows: Row[]): void {
 
 /** `npm run bench -- --only realtime`: this section alone, on a PostgreSQL and Temporal of its own. */
 export async function runRealtimeBenchAlone(): Promise<void> {
-  const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-realtime-'));
-  await chmod(workDir, 0o755);
-  const [postgres, temporal] = await Promise.all([
-    startEmbeddedPostgres({ dataDir: path.join(workDir, 'postgres'), persistent: false }),
-    startTemporalDevServer({ namespace: 'default' }),
-  ]);
-  try {
-    const admin = createDb(postgres.url, { poolSize: 1 });
-    await sql.raw('CREATE DATABASE bench_realtime').execute(admin);
-    await admin.destroy();
-    const config = loadConfig({ ...process.env, DATA_DIR: workDir, LOG_LEVEL: 'silent' });
-    const databaseUrl = postgres.urlFor('bench_realtime');
-    const deps = await connectAppDeps(config, { databaseUrl, temporalAddress: temporal.address });
-    try {
-      await migrateToLatest(deps.db);
-      const started = Date.now();
-      printRealtime(await benchRealtime(deps, databaseUrl));
-      console.log(`\n(section time ${((Date.now() - started) / 1000).toFixed(0)} s; one run on a shared machine; clients and load generators share the API's process and cores)`);
-    } finally {
-      await deps.close();
-    }
-  } finally {
-    await temporal.stop();
-    await postgres.stop();
-    await rm(workDir, { recursive: true, force: true });
-  }
+  await withOwnStack('realtime', async (deps, databaseUrl) => {
+    const started = Date.now();
+    printRealtime(await benchRealtime(deps, databaseUrl));
+    console.log(`\n(section time ${((Date.now() - started) / 1000).toFixed(0)} s; one run on a shared machine; clients and load generators share the API's process and cores)`);
+  });
 }
