@@ -35,6 +35,7 @@ import { projectGraphRoutes } from './routes/project-graph/index.js';
 import { dataApiRoutes } from './routes/data-api/index.js';
 import { dataApiStorageRoutes } from './routes/data-api/storage.js';
 import { realtimeRoutes } from './routes/realtime/index.js';
+import { createDataApiIdentity } from '../shared/data-api/identity.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -77,9 +78,12 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(billingRoutes, deps);
   await app.register(connectorRoutes, deps);
   await app.register(projectGraphRoutes, deps);
-  await app.register(dataApiRoutes, deps);
-  await app.register(dataApiStorageRoutes, deps);
-  await app.register(realtimeRoutes, deps);
+  // One identity for the data API's REST, storage and realtime: one anon-key derivation and one
+  // memory of verified JWTs, so a token checked for a read is not checked again for a channel.
+  const dataApiDeps = { ...deps, dataApiIdentity: createDataApiIdentity(deps) };
+  await app.register(dataApiRoutes, dataApiDeps);
+  await app.register(dataApiStorageRoutes, dataApiDeps);
+  await app.register(realtimeRoutes, dataApiDeps);
 }
 
 /**

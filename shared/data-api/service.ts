@@ -1,9 +1,7 @@
 import type { Database } from '../db/client.js';
-import type { IdentityProvider } from '../credentials/identity-provider.js';
-import type { SecretKeyRing } from '../secrets/key-ring.js';
 import { DataApiError, parseError, unsupported } from './errors.js';
 import { runInTransaction, runRead, type RoleContext } from './executor-repository.js';
-import { createDataApiIdentity, type DataApiIdentity, type DataApiIdentityResolver } from './identity.js';
+import type { DataApiIdentity, DataApiIdentityResolver } from './identity.js';
 import { SCHEMA_MOVED, toDataApiError } from './pg-errors.js';
 import { isDataApiFunction, isDataApiRelation } from './relations.js';
 import { applyRangeHeader, checkProfile, parseAccept, parsePrefer, parseQuery, type Headers } from './request.js';
@@ -51,8 +49,8 @@ function shape(body: string, rows: number, single: boolean): { body: string; typ
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `db` is the service's root Database: reads go out pipelined on its pg pool (executor-repository.ts). */
-export function createDataApi(deps: { db: Database; idp: IdentityProvider; secrets: SecretKeyRing }): DataApi {
-  const identity = createDataApiIdentity(deps);
+export function createDataApi(deps: { db: Database; identity: DataApiIdentityResolver }): DataApi {
+  const { identity } = deps;
   const schema = new SchemaCache(deps.db);
 
   /** A read's one row (body, rows, total or just total), with numbers as numbers whichever path ran it. */

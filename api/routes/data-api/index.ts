@@ -2,6 +2,7 @@ import cors from '@fastify/cors';
 import type { FastifyPluginAsync } from 'fastify';
 import { createDataApi } from '../../../shared/data-api/service.js';
 import type { AppDeps } from '../../deps.js';
+import type { DataApiDeps } from './deps.js';
 import { restRoutes } from './rest.js';
 import { rpcRoutes } from './rpc.js';
 
@@ -12,8 +13,8 @@ import { rpcRoutes } from './rpc.js';
  * and a malformed one is refused in PostgREST's shape. Hidden from the OpenAPI document: it is a
  * protocol, described in docs/data-api.md.
  */
-export const dataApiRoutes: FastifyPluginAsync<AppDeps> = async (app, deps) => {
-  const dataApi = createDataApi({ db: deps.db, idp: deps.idp, secrets: deps.secrets });
+export const dataApiRoutes: FastifyPluginAsync<AppDeps & DataApiDeps> = async (app, deps) => {
+  const dataApi = createDataApi({ db: deps.db, identity: deps.dataApiIdentity });
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));

@@ -4,7 +4,6 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { DataApiError } from '../../../shared/data-api/errors.js';
-import { createDataApiIdentity } from '../../../shared/data-api/identity.js';
 import {
   findPublicObject, putObject, removeObjects, StorageApiError, storageErrors, type StorageIdentity,
 } from '../../../shared/storage/banners.js';
@@ -12,6 +11,7 @@ import { contentRange, parseRange, unsatisfiedRange } from '../../../shared/stor
 import { FileNotFoundInStoreError } from '../../../shared/storage/file-store.js';
 import { createObjectStore } from '../../../shared/storage/object-store.js';
 import type { AppDeps } from '../../deps.js';
+import type { DataApiDeps } from './deps.js';
 
 // The data API's storage at `/storage/v1` (CONTRACTS.md "Frontend data access", docs/storage.md
 // "Data API storage") in the storage protocol supabase-js speaks: public objects of bucket
@@ -57,8 +57,8 @@ async function readSmallJson(stream: Readable, limit: number): Promise<unknown> 
   }
 }
 
-export const dataApiStorageRoutes: FastifyPluginAsync<AppDeps> = async (app, deps) => {
-  const identities = createDataApiIdentity({ idp: deps.idp, secrets: deps.secrets });
+export const dataApiStorageRoutes: FastifyPluginAsync<AppDeps & DataApiDeps> = async (app, deps) => {
+  const identities = deps.dataApiIdentity;
   const store = createObjectStore(deps.config);
   const maxBytes = deps.config.STORAGE_MAX_UPLOAD_BYTES;
   const storage = { db: deps.db, store };

@@ -2,12 +2,12 @@ import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Counter, Gauge } from 'prom-client';
-import { createDataApiIdentity } from '../../../shared/data-api/identity.js';
 import { DataApiError } from '../../../shared/data-api/errors.js';
 import { createHttpBroadcast } from '../../../shared/realtime/http-broadcast.js';
 import { startRealtime, vsnOf } from '../../../shared/realtime/service.js';
 import type { RealtimeLimits } from '../../../shared/realtime/limits.js';
 import type { AppDeps } from '../../deps.js';
+import type { DataApiDeps } from '../data-api/deps.js';
 
 /** A data-API refusal in PostgREST's shape; anything else is the service's own error. */
 function answer(reply: FastifyReply, error: unknown) {
@@ -22,8 +22,8 @@ function answer(reply: FastifyReply, error: unknown) {
  * join's `access_token`. `/realtime/v1/api/broadcast` is the HTTP broadcast supabase-js falls back
  * to. Hidden from the OpenAPI document: it is a protocol, described in docs/realtime.md.
  */
-export const realtimeRoutes: FastifyPluginAsync<AppDeps & { realtimeLimits?: Partial<RealtimeLimits> }> = async (app, deps) => {
-  const identity = createDataApiIdentity({ idp: deps.idp, secrets: deps.secrets });
+export const realtimeRoutes: FastifyPluginAsync<AppDeps & DataApiDeps & { realtimeLimits?: Partial<RealtimeLimits> }> = async (app, deps) => {
+  const identity = deps.dataApiIdentity;
   const realtime = await startRealtime({
     db: deps.db,
     identity,
