@@ -6,7 +6,7 @@ import { buildApp } from '../../api/app.js';
 import type { AppDeps } from '../../api/deps.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
 import { exampleGraph } from '../../shared/documents/example-graph.js';
-import { deriveApiSchema } from '../../shared/documents/graph-schema.js';
+import { publishDirect } from '../../test/harness/apps.js';
 import { createProject, createTeam, createUser } from '../../shared/identity/service.js';
 import { concurrentOpsPerSecond, median, report, type Comparison } from './measure.js';
 import { withOwnStack } from './own-stack.js';
@@ -23,7 +23,7 @@ const PAIRS = 5;
  * keeps each side's median. Targets: a point read ≥ 0.7×, a run with its deployment embedded ≥ 0.5×
  * (PostgREST: about 2,000 point reads/s and 800 embedded ones on 2 vCPUs).
  */
-export async function benchDataApi(deps: AppDeps, databaseUrl: string, { requests = REQUESTS, pairs = PAIRS } = {}): Promise<Comparison[]> {
+export async function benchDataApi(deps: AppDeps, { requests = REQUESTS, pairs = PAIRS } = {}): Promise<Comparison[]> {
   const owner = await createUser(deps.db, { email: `bench-${randomUUID().slice(0, 8)}@example.com`, name: 'Bench' });
   const team = await createTeam(deps.db, { ownerId: owner.id, name: 'Bench' });
   const project = await createProject(deps.db, { teamId: team.id, name: 'Bench project', createdBy: owner.id });
@@ -33,26 +33,20 @@ export async function benchDataApi(deps: AppDeps, databaseUrl: string, { request
     const otherTeam = await createTeam(deps.db, { ownerId: other.id, name: `Other ${i}` });
     await createProject(deps.db, { teamId: otherTeam.id, name: 'Theirs', createdBy: other.id });
   }
-  const documentId = randomUUID();
-  await deps.db.insertInto('documents').values({ id: documentId, project_id: project.id, name: 'Doc', graph: JSON.stringify(exampleGraph), created_by: owner.id }).execute();
-  const deploymentId = randomUUID();
-  await deps.db.insertInto('deployments').values({
-    id: deploymentId, document_id: documentId, project_id: project.id, team_id: team.id, version_major: 1, version_minor: 0, visibility: 'private',
-    snapshot: JSON.stringify(exampleGraph), api_schema: JSON.stringify(deriveApiSchema(exampleGraph)), published_by: owner.id,
-  }).execute();
+  const { deploymentId, documentId } = await publishDirect(deps.db, exampleGraph, { teamId: team.id, publishedBy: owner.id });
   const runIds: string[] = [];
   for (let i = 0; i < 200; i++) {
     const id = randomUUID();
     runIds.push(id);
-    await sql`insert into runs (id, deployment_id, document_id, project_id, team_id, inputs, trigger_source, status)
-      values (${id}, ${deploymentId}, ${documentId}, ${project.id}, ${team.id}, '{}', 'api-key', 'completed')`.execute(deps.db);
+    // runs.project_id: the deployment's, filled by the table's trigger (migration 0023).
+    await sql`insert into runs (id, deployment_id, document_id, team_id, inputs, trigger_source, status)
+      values (${id}, ${deploymentId}, ${documentId}, ${team.id}, '{}', 'api-key', 'completed')`.execute(deps.db);
   }
   const runId = runIds[100]!;
 
   const jwt = await deps.idp.issue(owner.id, 3600);
   const anonKey = anonKeysOf(deps.secrets).current!;
-  // With DATABASE_URL known, as under `npm run api`, the data API reads in one round trip on its own pool.
-  const app = await buildApp({ ...deps, config: { ...deps.config, DATABASE_URL: databaseUrl } }, { logger: false });
+  const app = await buildApp(deps, { logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
@@ -105,8 +99,8 @@ export async function benchDataApi(deps: AppDeps, databaseUrl: string, { request
 
 /** `npm run bench -- --only data-api`: this section alone, on a PostgreSQL and Temporal of its own. */
 export async function runDataApiBenchAlone(options: { requests?: number; pairs?: number } = {}): Promise<void> {
-  await withOwnStack('data-api', async (deps, databaseUrl) => {
-    report(await benchDataApi(deps, databaseUrl, options));
+  await withOwnStack('data-api', async (deps) => {
+    report(await benchDataApi(deps, options));
     console.log('\n(one run; the machine is shared, so compare the ratios, not the absolute figures)');
   });
 }

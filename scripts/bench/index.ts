@@ -92,7 +92,7 @@ try {
     // Project graph (issue 24): verified search over 100,000 facts against an indexed SELECT of the same rows.
     if (!onlyPublicConfig) graphRows.push(...(await benchProjectGraph(deps.db)));
     // Data API (issue 36): REST reads under row-level security against a plain Fastify route.
-    if (!onlyPublicConfig) rows.push(...(await benchDataApi(deps, databaseUrl)));
+    if (!onlyPublicConfig) rows.push(...(await benchDataApi(deps)));
   }
   if (!onlyPublicConfig) {
     // 4. The run path (issue: run published apps), on the embedded default: like `npm start`, the

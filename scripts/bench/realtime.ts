@@ -10,8 +10,8 @@ import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
 import type { Database } from '../../shared/db/client.js';
 import { exampleGraph } from '../../shared/documents/example-graph.js';
-import { deriveApiSchema } from '../../shared/documents/graph-schema.js';
-import { addTeamMember, createProject, createTeam, createUser } from '../../shared/identity/service.js';
+import { publishDirect } from '../../test/harness/apps.js';
+import { addTeamMember, createTeam, createUser } from '../../shared/identity/service.js';
 import { withOwnStack } from './own-stack.js';
 
 // Issue 37's speed goals (spec 6.4) and spec 4.1's run streams at the same scale. One API process:
@@ -327,21 +327,15 @@ async function statementCalls(db: Database): Promise<number | null> {
 async function benchRunStreams(deps: AppDeps, origin: string): Promise<Row[]> {
   const owner = await createUser(deps.db, { email: `rt-sse-${randomUUID().slice(0, 8)}@example.com`, name: 'Owner' });
   const team = await createTeam(deps.db, { ownerId: owner.id, name: 'SSE' });
-  const project = await createProject(deps.db, { teamId: team.id, name: 'SSE', createdBy: owner.id });
   const apiKey = (await createApiKey(deps.db, { teamId: team.id, createdBy: owner.id, name: 'bench' })).token;
-  const documentId = randomUUID();
-  await deps.db.insertInto('documents').values({ id: documentId, project_id: project.id, name: 'Doc', graph: JSON.stringify(exampleGraph), created_by: owner.id }).execute();
-  const deploymentId = randomUUID();
-  await deps.db.insertInto('deployments').values({
-    id: deploymentId, document_id: documentId, project_id: project.id, team_id: team.id, version_major: 1, version_minor: 0, visibility: 'private',
-    snapshot: JSON.stringify(exampleGraph), api_schema: JSON.stringify(deriveApiSchema(exampleGraph)), published_by: owner.id,
-  }).execute();
+  const { deploymentId, documentId } = await publishDirect(deps.db, exampleGraph, { teamId: team.id, publishedBy: owner.id });
   const runIds: string[] = [];
   for (let i = 0; i < SSE_RUNS; i++) {
     const id = randomUUID();
     runIds.push(id);
-    await sql`insert into runs (id, deployment_id, document_id, project_id, team_id, inputs, trigger_source, status)
-      values (${id}, ${deploymentId}, ${documentId}, ${project.id}, ${team.id}, '{}', 'api-key', 'running')`.execute(deps.db);
+    // runs.project_id: the deployment's, filled by the table's trigger (migration 0023).
+    await sql`insert into runs (id, deployment_id, document_id, team_id, inputs, trigger_source, status)
+      values (${id}, ${deploymentId}, ${documentId}, ${team.id}, '{}', 'api-key', 'running')`.execute(deps.db);
   }
   let key = 0;
   const rows: Row[] = [];
