@@ -8,7 +8,7 @@ import type { AppDeps } from '../../api/deps.js';
 import { insertRunEvents } from '../../shared/app-runs/run-events-repository.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
-import type { Database } from '../../shared/db/client.js';
+import { poolOf, type Database } from '../../shared/db/client.js';
 import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { publishDirect } from '../../test/harness/apps.js';
 import { addTeamMember, createTeam, createUser } from '../../shared/identity/service.js';
@@ -337,11 +337,17 @@ async function benchRunStreams(deps: AppDeps, origin: string): Promise<Row[]> {
     await sql`insert into runs (id, deployment_id, document_id, team_id, inputs, trigger_source, status)
       values (${id}, ${deploymentId}, ${documentId}, ${team.id}, '{}', 'api-key', 'running')`.execute(deps.db);
   }
+  // Every statement the API process sends goes through a checkout of its pool: counted at once,
+  // where PostgreSQL's statistics lag (a backend reports them when it goes idle, seconds later).
+  let checkouts = 0;
+  const countCheckout = () => { checkouts++; };
+  poolOf(deps.db)!.on('acquire', countCheckout);
   let key = 0;
   const rows: Row[] = [];
   const perFollowers: Array<{ followers: number; qps: number }> = [];
   for (const followers of SSE_FOLLOWERS) {
     const delays: number[] = [];
+    const slowest = new Map<string, number>();
     let received = 0;
     const abort = new AbortController();
     let connected = 0;
@@ -371,7 +377,10 @@ async function benchRunStreams(deps: AppDeps, origin: string): Promise<Row[]> {
             const data = frame.split('\n').find((l) => l.startsWith('data: '));
             if (!data) continue;
             const event = JSON.parse(data.slice(6)) as { delta?: string };
-            if (event.delta && event.delta !== 'seed') { delays.push(Date.now() - Number(event.delta)); received++; }
+            if (event.delta && event.delta !== 'seed') {
+              delays.push(Date.now() - Number(event.delta)); received++;
+              if (process.env.REALTIME_BENCH_DEBUG) slowest.set(event.delta, Math.max(slowest.get(event.delta) ?? 0, Date.now() - Number(event.delta)));
+            }
           }
         }
       } catch {
@@ -383,6 +392,7 @@ async function benchRunStreams(deps: AppDeps, origin: string): Promise<Row[]> {
     await until(() => connected === followers, 30_000);
     if (process.env.REALTIME_BENCH_DEBUG) console.error(`sse ${followers}: connected ${connected} in ${Date.now() - t0} ms`);
     await sleep(1_500); // each follower's first read done
+    const checkouts0 = checkouts;
     const commits0 = await xactCommits(deps.db);
     const calls0 = await statementCalls(deps.db);
     const start = Date.now();
@@ -397,15 +407,23 @@ async function benchRunStreams(deps: AppDeps, origin: string): Promise<Row[]> {
       await sleep(5);
     }
     const elapsed = (Date.now() - start) / 1000;
+    const checkouts1 = checkouts;
     const commits1 = await xactCommits(deps.db);
     const calls1 = await statementCalls(deps.db);
     const owed = Array.from({ length: followers }, (_, f) => f % SSE_RUNS).reduce((sum, r) => sum + Math.floor(written / SSE_RUNS) + (r < written % SSE_RUNS ? 1 : 0), 0);
     const t1 = Date.now();
     await until(() => received >= owed, 10_000);
-    if (process.env.REALTIME_BENCH_DEBUG) console.error(`sse ${followers}: drained in ${Date.now() - t1} ms`);
+    if (process.env.REALTIME_BENCH_DEBUG) {
+      console.error(`sse ${followers}: drained in ${Date.now() - t1} ms`);
+      const worst = [...slowest].sort((a, b) => b[1] - a[1]).slice(0, 12);
+      console.error(`sse ${followers}: slowest events (written at +ms: last copy's delay) ${worst.map(([at, d]) => `+${Number(at) - start}: ${d}`).join(', ')}`);
+    }
     abort.abort();
-    // Transactions other than the writer's own (and the 2 probes): the followers' reads.
-    const qps = (commits1 - commits0 - written - 2) / elapsed;
+    // The API's statements other than the writer's own (and the 2 probes): the followers' reads.
+    const qps = (checkouts1 - checkouts0 - written - 2) / elapsed;
+    // PostgreSQL's own count of transactions, a cross-check: backends report it up to seconds late,
+    // so it also holds part of the connection phase's statements (auth, each follower's first read).
+    if (process.env.REALTIME_BENCH_DEBUG) console.error(`sse ${followers}: server transactions ${int((commits1 - commits0 - written - 2) / elapsed)}/s`);
     perFollowers.push({ followers, qps });
     const sorted = delays.sort((a, b) => a - b);
     const p99 = percentile(sorted, 99);
@@ -417,6 +435,7 @@ async function benchRunStreams(deps: AppDeps, origin: string): Promise<Row[]> {
     });
     await sleep(500);
   }
+  poolOf(deps.db)!.off('acquire', countCheckout);
   const first = perFollowers[0]!; const last = perFollowers.at(-1)!;
   const grows = last.qps > Math.max(first.qps * 2, first.qps + 50);
   rows.push({

@@ -131,10 +131,38 @@ export async function finishRunWithEvents(db: Database, runId: string, ending: R
   return row?.finished === true;
 }
 
+/** The most events one read of a run returns; a reader that gets this many reads on after them. */
+export const RUN_EVENTS_READ_LIMIT = 1000;
+
+/** A run's events after `afterId`, in order, at most `RUN_EVENTS_READ_LIMIT`. */
 export async function readRunEventsAfter(db: Database, runId: string, afterId: number): Promise<StoredRunEvent[]> {
   const rows = await executePrepared(db, 'read_run_events_after', db.selectFrom('run_events').select(['id', 'type', 'payload'])
-    .where('run_id', '=', runId).where('id', '>', afterId).orderBy('id').limit(1000).compile());
+    .where('run_id', '=', runId).where('id', '>', afterId).orderBy('id').limit(RUN_EVENTS_READ_LIMIT).compile());
   return rows.map((r) => ({ id: r.id, type: r.type as RunEventType, payload: r.payload as Record<string, unknown> }));
+}
+
+/**
+ * Several runs' events, each after its own id, in one statement (the event hub's poll of every
+ * followed run): per run in order, at most `RUN_EVENTS_READ_LIMIT` each.
+ */
+export async function readRunEventsAfterEach(db: Database, cursors: ReadonlyArray<{ runId: string; afterId: number }>): Promise<Map<string, StoredRunEvent[]>> {
+  const rows = await executePrepared(db, 'read_run_events_after_each', sql<{ run_id: string; id: number; type: string; payload: unknown }>`
+    SELECT c.run_id, e.id, e.type, e.payload
+    FROM unnest(${cursors.map((c) => c.runId)}::uuid[], ${cursors.map((c) => c.afterId)}::bigint[]) AS c(run_id, after_id)
+    CROSS JOIN LATERAL (
+      SELECT id, type, payload FROM run_events
+      WHERE run_id = c.run_id AND id > c.after_id
+      ORDER BY id LIMIT ${RUN_EVENTS_READ_LIMIT}::int
+    ) AS e
+    ORDER BY c.run_id, e.id
+  `.compile(db));
+  const byRun = new Map<string, StoredRunEvent[]>();
+  for (const r of rows) {
+    const events = byRun.get(r.run_id) ?? [];
+    events.push({ id: r.id, type: r.type as RunEventType, payload: r.payload as Record<string, unknown> });
+    byRun.set(r.run_id, events);
+  }
+  return byRun;
 }
 
 /** The run's terminal event, if it has one. */
