@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FOLLOWER_QUEUE_LIMIT } from '../../shared/app-runs/event-log.js';
+import { FOLLOWER_QUEUE_LIMIT } from '../../shared/app-runs/run-followers.js';
 import { createEventLogFixture, type EventLogFixture } from './event-log-fixture.js';
 
 // The run event hub's cost (shared/app-runs/event-log.ts): a run's followers share its reads, so
