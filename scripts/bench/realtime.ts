@@ -8,6 +8,7 @@ import type { AppDeps } from '../../api/deps.js';
 import { insertRunEvents } from '../../shared/app-runs/run-events-repository.js';
 import { createApiKey } from '../../shared/credentials/api-keys.js';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
+import { observeBatches, type BatchTiming } from '../../shared/realtime/changes/dispatcher.js';
 import { poolOf, type Database } from '../../shared/db/client.js';
 import { exampleGraph } from '../../shared/documents/example-graph.js';
 import { publishDirect } from '../../test/harness/apps.js';
@@ -20,6 +21,7 @@ import { withOwnStack } from './own-stack.js';
 // clients' own CPU time.
 
 // REALTIME_BENCH_ROW_USERS: fewer distinct users for the same 1,000 clients (a diagnosis: the check runs per distinct reader).
+// REALTIME_BENCH_TIMING=1: where the row changes' batches spent their time (stderr; `all`: every batch too).
 const ROW_USERS = Number(process.env.REALTIME_BENCH_ROW_USERS ?? 500);
 const ROW_TEAMS = 50;
 const CLIENTS_PER_USER = 1_000 / ROW_USERS;
@@ -203,6 +205,8 @@ async function benchRowChanges(deps: AppDeps, origin: string, socketUrl: string,
       });
     }
 
+    const batches: BatchTiming[] = [];
+    if (process.env.REALTIME_BENCH_TIMING) observeBatches((timing) => { batches.push(timing); if (process.env.REALTIME_BENCH_TIMING === 'all') console.error(`[batch] ${Date.now() - start} ms ${JSON.stringify(timing)}`); });
     // The load: plain single-row INSERTs through the service's own pool, round robin over the teams,
     // paced by the clock (a late tick catches up), for ROW_SECONDS.
     const inserted = new Map<string, number>(); // team → rows
@@ -233,6 +237,8 @@ async function benchRowChanges(deps: AppDeps, origin: string, socketUrl: string,
     owners.forEach((o, i) => {
       for (const [id, team] of teamOf) if (team === o.teamId && !received[i]!.has(id)) missed++;
     });
+    observeBatches(null);
+    if (batches.length) printBatchTimings(batches);
     const sorted = delays.sort((a, b) => a - b);
     const sortedSend = sendDelays.sort((a, b) => a - b);
     const goal = (v: number, limit: number) => (v <= limit ? 'met' : 'MISSED');
@@ -249,6 +255,16 @@ async function benchRowChanges(deps: AppDeps, origin: string, socketUrl: string,
     for (const client of supa) await client.removeAllChannels().catch(() => {});
     for (const client of raw) client.close();
   }
+}
+
+/** The row changes' batches: how many, and the median and p95 of each phase. */
+function printBatchTimings(batches: BatchTiming[]): void {
+  const stat = (pick: (b: BatchTiming) => number) => {
+    const sorted = batches.map(pick).sort((a, b) => a - b);
+    return `${percentile(sorted, 50).toFixed(1)} / ${percentile(sorted, 95).toFixed(1)}`;
+  };
+  console.error(`realtime bench: ${batches.length} batches (p50 / p95): transactions ${stat((b) => b.transactions)}, candidates ${stat((b) => b.candidates)}, checks ${stat((b) => b.checks)}, reader values computed ${stat((b) => b.computedValues)}, snapshots ${stat((b) => b.snapshots)}, events ${stat((b) => b.events)}`);
+  console.error(`realtime bench: ms (p50 / p95): commit to dispatch ${stat((b) => b.waitedMs)}, match ${stat((b) => b.matchMs)}, authorize ${stat((b) => b.authorizeMs)}, push ${stat((b) => b.pushMs)}`);
 }
 
 /** 2. Broadcast: 1,000 clients in 100 `team:<id>` rooms, 2,000 messages/s sent by the clients for 10 s. */

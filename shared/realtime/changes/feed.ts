@@ -73,6 +73,7 @@ export class ChangeFeed {
     } finally {
       clearTimeout(timer);
     }
+    this.dispatcher.prime();
     return generation;
   }
 
@@ -87,6 +88,7 @@ export class ChangeFeed {
     const capture = this.capture;
     this.capture = null;
     await capture?.stop();
+    await this.dispatcher.close();
   }
 
   private start(): ChangeCapture {
@@ -97,6 +99,7 @@ export class ChangeFeed {
         if (this.capture !== capture) return;
         this.capture = null;
         this.generation++;
+        void this.dispatcher.close();
         this.options.log('warn', 'realtime change capture lost; channels with postgres_changes rejoin', { err: error.message });
         for (const channel of this.options.subscriptions.all()) channel.interrupt('Lost the connection to the database log; rejoin and refetch');
       },
@@ -117,5 +120,6 @@ export class ChangeFeed {
     this.idleSince = null;
     this.generation++;
     void capture.stop();
+    void this.dispatcher.close();
   }
 }
