@@ -76,6 +76,12 @@ export function validateBindings(raw: unknown, catalog: RelationColumns): Change
 /** The join reply's `postgres_changes`: each requested binding as sent, plus its id. */
 export const echoBindings = (bindings: readonly ChangeBinding[]) => bindings.map((b) => ({ ...b.requested, id: b.id }));
 
+/** Does a binding ask for this kind of change (its event, `*` for any)? */
+export const bindingWantsEvent = (binding: ChangeBinding, type: Exclude<ChangeEvent, '*'>) => binding.event === '*' || binding.event === type;
+
+/** Does a row pass a binding's `eq` filter (compared as the row's JSON carries the value)? */
+export const rowPassesFilter = (binding: ChangeBinding, row: Record<string, unknown>) => !binding.filter || String(row[binding.filter.column] ?? '') === binding.filter.value;
+
 /** Who listens to which relation, for the change capture to fan out by relation. */
 export class ChangeSubscriptions<Subscriber> {
   private readonly byTable = new Map<string | null, Map<Subscriber, ChangeBinding[]>>();
@@ -93,21 +99,6 @@ export class ChangeSubscriptions<Subscriber> {
       subscribers.delete(subscriber);
       if (subscribers.size === 0) this.byTable.delete(table);
     }
-  }
-
-  /** The subscribers a change of `table` concerns, with the ids of their matching bindings. */
-  match(table: string, type: Exclude<ChangeEvent, '*'>, row: Record<string, unknown>): Array<{ subscriber: Subscriber; ids: number[] }> {
-    const found = new Map<Subscriber, number[]>();
-    for (const key of [table, null]) {
-      for (const [subscriber, bindings] of this.byTable.get(key) ?? []) {
-        for (const b of bindings) {
-          if (b.event !== '*' && b.event !== type) continue;
-          if (b.filter && String(row[b.filter.column] ?? '') !== b.filter.value) continue;
-          found.set(subscriber, [...(found.get(subscriber) ?? []), b.id]);
-        }
-      }
-    }
-    return [...found].map(([subscriber, ids]) => ({ subscriber, ids }));
   }
 
   has(subscriber: Subscriber): boolean {

@@ -1,6 +1,6 @@
 import type { DataApiIdentity } from '../../data-api/identity.js';
 import type { JoinedChannel } from '../channel.js';
-import type { ChangeBinding, ChangeSubscriptions } from '../postgres-changes.js';
+import { bindingWantsEvent, rowPassesFilter, type ChangeBinding, type ChangeSubscriptions } from '../postgres-changes.js';
 import type { ChangeType } from './capture.js';
 import type { Reader } from './authorization-repository.js';
 
@@ -19,10 +19,9 @@ export interface Matched {
 type Unfiltered = { plain: Match[]; filtered: Array<{ channel: JoinedChannel; bindings: ChangeBinding[] }> };
 
 /**
- * Matches one batch's changes to the bindings, by ChangeSubscriptions.match's rule (the relation's
- * bindings, then those of every relation; the event; the `eq` filter on the row as JSON carries
- * it), without allocating per subscriber and change: a batch of 1,000 subscribers and a hundred
- * changes made 100,000 such pairs. The channels whose matching bindings have no filter are listed
+ * Matches one batch's changes to the bindings (the relation's bindings, then those of every
+ * relation; `bindingWantsEvent`; `rowPassesFilter`), without allocating per subscriber and
+ * change: a batch of 1,000 subscribers and a hundred changes made 100,000 such pairs. The channels whose matching bindings have no filter are listed
  * once per relation and type (the bindings a channel was registered with are its own, `bindings`);
  * only the filtered ones are tested per row.
  */
@@ -36,7 +35,7 @@ export class BatchMatcher {
     if (list.filtered.length === 0) return { plain: list.plain, filtered: [] };
     const filtered: Match[] = [];
     for (const { channel, bindings } of list.filtered) {
-      const ids = bindings.filter((b) => !b.filter || String(row[b.filter.column] ?? '') === b.filter.value).map((b) => b.id);
+      const ids = bindings.filter((b) => rowPassesFilter(b, row)).map((b) => b.id);
       if (ids.length) filtered.push({ channel, ids });
     }
     return { plain: list.plain, filtered };
@@ -67,7 +66,7 @@ function bindingsOf(channel: JoinedChannel, relation: string, type: ChangeType, 
   let found = known.get(key);
   if (found === undefined) {
     const bindings = [...channel.bindings.filter((b) => b.table === relation), ...channel.bindings.filter((b) => b.table === null)]
-      .filter((b) => b.event === '*' || b.event === type);
+      .filter((b) => bindingWantsEvent(b, type));
     found = bindings.length === 0 ? null : bindings.some((b) => b.filter) ? { channel, bindings } : { channel, ids: bindings.map((b) => b.id) };
     known.set(key, found);
   }
