@@ -125,7 +125,7 @@ describe('hardware sales: the buyer\'s orders (GET list, GET detail, PATCH addre
   describe('GET /hardware-sales/orders/:orderNo', () => {
     it('shows the owner the order, items, masked address with its version and the visible timeline; never the operator note or ids', async () => {
       const order = await createOrder();
-      await setState(order.id, { operator_note: 'VIP: call before delivery, door code 4711', customer_note: 'Please gift-wrap' });
+      await setState(order.id, { operator_note: 'VIP: call before delivery, door code ZX-4711-QK', customer_note: 'Please gift-wrap' });
       await appendOrderEvent(stack.db, order.id, 'payment_after_expiry', 'channel', { transactionId: 'secret-transaction-42' }, false);
       const res = await get(`/hardware-sales/orders/${order.order_no}`);
       expect(res.statusCode, res.body).toBe(200);
@@ -143,7 +143,7 @@ describe('hardware sales: the buyer\'s orders (GET list, GET detail, PATCH addre
           timeline: [{ type: 'order_created', at: expect.any(String) }],
         },
       });
-      for (const secret of ['VIP', '4711', 'secret-transaction-42', 'payment_after_expiry', order.id, order.user_id, order.payment_no, order.tier_id, '+8613800000000']) {
+      for (const secret of ['VIP', 'ZX-4711-QK', 'secret-transaction-42', 'payment_after_expiry', order.id, order.user_id, order.payment_no, order.tier_id, '+8613800000000']) {
         expect(res.body).not.toContain(secret);
       }
       const zh = (await get(`/hardware-sales/orders/${order.order_no}?lang=zh-CN`)).json();
