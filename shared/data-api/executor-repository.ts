@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { CompiledQuery, type QueryResult } from 'kysely';
 import type pg from 'pg';
 import { poolOf, type Database } from '../db/client.js';
+import { preparedNameOf, toTextParameter, type WireConnection } from '../db/wire-protocol.js';
 import type { ReadStatement, Statement } from './sql-builder.js';
 
 // Runs data-API statements as the request's role with its claims, as PostgreSQL's own row-level
@@ -41,28 +41,6 @@ export async function runInTransaction<T>(db: Database, context: RoleContext, wo
 // with it, error or not), and a failed setting statement makes PostgreSQL skip the read. This is
 // what PostgREST does with libpq's pipeline; node-postgres runs it as a "submittable" query.
 
-/** The wire calls of node-postgres's connection that a submittable uses. */
-interface WireConnection {
-  /** Named statements this connection has prepared (node-postgres keeps the map). */
-  parsedStatements: Record<string, string>;
-  parse(options: { text: string; name: string; types: number[] }): void;
-  bind(options: { portal: string; statement: string; values: Array<string | null> }): void;
-  describe(options: { type: 'P'; name: string }): void;
-  execute(options: { portal: string; rows: number }): void;
-  sync(): void;
-  /** The socket: corked around a batch so its messages leave in one write, not one syscall each. */
-  stream?: { cork(): void; uncork(): void };
-}
-
-/** A value as PostgreSQL's text format reads it (array literals for `in` lists). */
-function toText(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  if (Array.isArray(value)) {
-    return `{${value.map((item) => (item === null ? 'NULL' : `"${String(item).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)).join(',')}}`;
-  }
-  return String(value);
-}
-
 /** The settings statement is prepared once per connection under this name. */
 const SETTINGS_STATEMENT = 'data_api_settings';
 
@@ -85,7 +63,7 @@ class PipelinedRead {
     private readonly done: (error: Error | null, row?: Record<string, string | null>) => void,
   ) {
     this.text = statements[1].text;
-    this.name = `data_api_${createHash('sha256').update(this.text).digest('base64url').slice(0, 22)}`;
+    this.name = preparedNameOf('data_api', this.text);
   }
 
   submit(connection: WireConnection): void {
@@ -105,9 +83,9 @@ class PipelinedRead {
       this.preparingSettings = true;
       connection.parse({ text: settings.text, name: SETTINGS_STATEMENT, types: [] });
     }
-    connection.bind({ portal: '', statement: SETTINGS_STATEMENT, values: settings.values.map(toText) });
+    connection.bind({ portal: '', statement: SETTINGS_STATEMENT, values: settings.values.map(toTextParameter) });
     connection.execute({ portal: '', rows: 0 });
-    connection.bind({ portal: '', statement: readName, values: read.values.map(toText) });
+    connection.bind({ portal: '', statement: readName, values: read.values.map(toTextParameter) });
     connection.describe({ type: 'P', name: '' });
     connection.execute({ portal: '', rows: 0 });
     connection.sync();

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { preparedNameOf, toTextParameter, type WireConnection } from '../../db/wire-protocol.js';
 
 // Many statements in one round trip: Parse/Bind/Execute for each, then a single Sync, written to
-// the socket at once (the data API's pipelined read does the same for its two statements,
-// shared/data-api/executor-repository.ts). A batch's authorization sends hundreds of small
-// statements; one after the other they cost a round trip each (docs/realtime.md "Speed").
+// the socket at once (shared/db/wire-protocol.ts; the data API's pipelined read does the same for
+// its two statements). A batch's authorization sends hundreds of small statements; one after the
+// other they cost a round trip each (docs/realtime.md "Speed").
 // PostgreSQL runs them in order and stops at the first error (the rest are skipped until Sync).
 
 export interface PipelineStatement {
@@ -17,16 +17,6 @@ export interface PipelineStatement {
 /** One statement's rows, each as its columns' text (in the statement's column order). */
 export type PipelineRows = Array<Array<string | null>>;
 
-/** The wire calls of node-postgres's connection a submittable uses (as the data API's). */
-interface WireConnection {
-  parsedStatements: Record<string, string>;
-  parse(options: { text: string; name: string; types: number[] }): void;
-  bind(options: { portal: string; statement: string; values: Array<string | null> }): void;
-  execute(options: { portal: string; rows: number }): void;
-  sync(): void;
-  stream?: { cork(): void; uncork(): void };
-}
-
 /** Named statements a connection keeps at most through this module (beyond: unnamed, parsed each time). */
 const MAX_NAMED = 200;
 
@@ -36,16 +26,9 @@ function nameOf(text: string): string {
   let name = names.get(text);
   if (name === undefined) {
     if (names.size >= MAX_NAMED) names.clear();
-    names.set(text, (name = `realtime_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`));
+    names.set(text, (name = preparedNameOf('realtime', text)));
   }
   return name;
-}
-
-/** A value in PostgreSQL's text format (arrays as array literals). */
-function toText(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  if (Array.isArray(value)) return `{${value.map((item) => (item === null || item === undefined ? 'NULL' : `"${String(item).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)).join(',')}}`;
-  return String(value);
 }
 
 /** A statement object sent many times in a batch (a relation's check, once per group) has its values encoded once. */
@@ -83,7 +66,7 @@ class Pipeline {
       }
       if (!name) connection.parse({ text: statement.text, name: '', types: [] });
       let values = encoded.get(statement);
-      if (!values) encoded.set(statement, (values = statement.values.map(toText)));
+      if (!values) encoded.set(statement, (values = statement.values.map(toTextParameter)));
       connection.bind({ portal: '', statement: name, values });
       connection.execute({ portal: '', rows: 0 });
     }
