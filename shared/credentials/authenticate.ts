@@ -5,6 +5,7 @@ import { AppError } from '../errors.js';
 import { isUuid } from '../ids.js';
 import { findApiKeyByHash, findLiveAgentBindingByHash, findOAuthAccessTokenByHash, findUserForToken } from './authentication-repository.js';
 import type { IdentityProvider } from './identity-provider.js';
+import { effectiveScopes } from './oauth/rules.js';
 import { authMessages, type Principal } from './principal.js';
 import { SCHEDULE_TOKEN_ISSUER, type ScheduleTokens } from './schedule-tokens.js';
 import { hasValidTokenShape, tokenPrefixes } from './tokens.js';
@@ -34,9 +35,12 @@ export function createAuthenticator(deps: { db: Database; idp: IdentityProvider;
   async function oauth(token: string): Promise<Principal> {
     if (!hasValidTokenShape('oauthAccess', token)) throw unauthorized(authMessages.invalidOAuth);
     const row = await findOAuthAccessTokenByHash(db, sha256Hex(token));
-    if (!row || row.revoked_at || row.grant_revoked_at || row.disabled_at || row.deleted_at) throw unauthorized(authMessages.invalidOAuth);
+    if (!row || row.revoked_at || row.grant_revoked_at || row.disabled_at || row.deleted_at || row.client_deleted_at) throw unauthorized(authMessages.invalidOAuth);
     if (row.expires_at.getTime() <= Date.now()) throw unauthorized(authMessages.expiredOAuth);
-    return { kind: 'oauth', tokenId: row.id, userId: row.user_id, appId: row.app_id, clientId: row.client_id, scopes: row.scopes, expiresAt: row.expires_at };
+    return {
+      kind: 'oauth', tokenId: row.id, userId: row.user_id, appId: row.app_id, clientId: row.client_id,
+      scopes: effectiveScopes(row.scopes, row.client_scopes), expiresAt: row.expires_at,
+    };
   }
 
   async function agent(token: string): Promise<Principal> {

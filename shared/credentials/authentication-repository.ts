@@ -15,12 +15,14 @@ export async function findApiKeyByHash(db: Database, keyHash: string) {
   return row;
 }
 
+/** With the client's current scopes and state, read in the same statement: a narrowed or removed client counts at once. */
 export async function findOAuthAccessTokenByHash(db: Database, tokenHash: string) {
   return db.selectFrom('oauth_tokens as t')
     .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
     .innerJoin('oauth_apps as a', 'a.id', 't.app_id')
     .innerJoin('oauth_clients as c', 'c.id', 't.client_pk')
-    .select(['t.id', 't.user_id', 't.app_id', 'c.client_id', 't.scopes', 't.expires_at', 't.revoked_at', 'g.revoked_at as grant_revoked_at', 'a.disabled_at', 'a.deleted_at'])
+    .select(['t.id', 't.user_id', 't.app_id', 'c.client_id', 't.scopes', 't.expires_at', 't.revoked_at', 'g.revoked_at as grant_revoked_at', 'a.disabled_at', 'a.deleted_at',
+      'c.allowed_scopes as client_scopes', 'c.deleted_at as client_deleted_at'])
     .where('t.token_hash', '=', tokenHash)
     .where('t.kind', '=', 'access')
     .executeTakeFirst();

@@ -156,6 +156,8 @@ export interface OAuthClientsTable {
   redirect_uris: string[];
   allowed_scopes: string[];
   created_at: Timestamp;
+  /** Removed from its app (DELETE /oauth/apps/:appId/clients/:clientId); its grants and tokens were revoked with it. */
+  deleted_at: NullableTimestamp;
 }
 
 export interface OAuthGrantsTable {

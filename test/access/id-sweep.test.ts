@@ -113,6 +113,10 @@ const CASES: Record<string, Case> = {
   'GET /oauth/apps/:appId': { params: { appId }, status: 404 },
   'PATCH /oauth/apps/:appId': { params: { appId }, body: () => ({ name: 'Taken over' }), status: 404 },
   'DELETE /oauth/apps/:appId': { params: { appId }, status: 404 },
+  'DELETE /oauth/apps/:appId/clients/:clientId': {
+    params: { appId: { ...appId, own: (f) => f.b.ownOAuthAppId }, clientId: { foreign: (f) => [f.a.oauthClientId], own: (f) => f.b.oauthClientId } },
+    status: 404,
+  },
   'POST /oauth/apps/:appId/clients': { params: { appId }, body: () => ({ platform: 'web', redirectUris: ['https://example.com/cb'], scopes: ['profile:read'] }), status: 404 },
   'POST /oauth/apps/:appId/review': { params: { appId }, body: () => ({ decision: 'approve' }), status: 403 },
   'POST /oauth/apps/:appId/offline': { params: { appId }, status: 403 },
@@ -206,8 +210,12 @@ async function makeFixtures(stack: TestStack) {
     expect(rotated.statusCode, rotated.body).toBe(200);
     const { id: webhookId, secret: webhookSecret, path } = rotated.json() as { id: string; secret: string; path: string };
     expect(path).toMatch(new RegExp(`/api/webhook-triggers/${webhookId}$`));
-    const oauth = (await make.oauthToken(owner.id, ['orders:checkout', 'chat:completions', 'mobile:full', 'profile:read'])).token;
-    return { owner, teamId: team.id, projectId: project.id, documentId: document.id, deploymentId: deployment.id, apiKey, jwt, oauth, webhookId, webhookSecret };
+    const oauthApp = await make.oauthToken(owner.id, ['orders:checkout', 'chat:completions', 'mobile:full', 'profile:read']);
+    const oauth = oauthApp.token;
+    return {
+      owner, teamId: team.id, projectId: project.id, documentId: document.id, deploymentId: deployment.id, apiKey, jwt, oauth, webhookId, webhookSecret,
+      ownOAuthAppId: oauthApp.appId, oauthClientId: oauthApp.clientId,
+    };
   }
   const [a, b] = [await tenant('A'), await tenant('B')];
   const asA = { authorization: `Bearer ${a.jwt}` };

@@ -48,7 +48,7 @@ export function credentialFactory(stack: TestStack) {
         id: tokenId, grant_id: grantId, kind: 'access', token_hash: sha256Hex(token), client_pk: clientPk, app_id: appId, user_id: userId, scopes,
         expires_at: new Date(Date.now() + (options.expiresInSeconds ?? 3600) * 1000),
       }).execute();
-      return { token, tokenId, appId };
+      return { token, tokenId, appId, clientId: `client-${clientPk}` };
     },
     /** An owner, their team with credits to spend, and an API key of that team: what run tests start from. */
     async fundedTenant(milliCredits = 10_000) {

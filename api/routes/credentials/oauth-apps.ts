@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  addClient, createApp, deleteApp, getApp, listApps, reviewApp, setAppOffline, updateApp,
+  addClient, createApp, deleteApp, getApp, listApps, removeClient, reviewApp, setAppOffline, updateApp,
 } from '../../../shared/credentials/oauth/app-management.js';
 import { KNOWN_SCOPES } from '../../../shared/credentials/oauth/rules.js';
 import type { AppDeps } from '../../deps.js';
@@ -39,6 +39,7 @@ const appView = z.object({
 });
 // Ids are checked by the service: one that is not a UUID is a 404 like any other unknown id.
 const appParams = z.object({ appId: z.string() });
+const clientParams = z.object({ appId: z.string(), clientId: z.string().describe('the public client id (`wfc-…`)') });
 const security = [{ bearer: [] }];
 
 /**
@@ -130,6 +131,21 @@ export const oauthAppRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     reply.code(201);
     return { client };
   });
+
+  app.delete('/oauth/apps/:appId/clients/:clientId', {
+    config: { access: 'teamAdmin' },
+    schema: {
+      tags: ['oauth-apps'],
+      summary: 'Remove one client id of the app: every grant and token it issued is revoked at once',
+      description: '`revokedCount` counts the access tokens that were still usable. The last client cannot be removed '
+        + '(409 `last_client`: delete the app instead). Reserved official apps: platform administrators only.',
+      security,
+      params: clientParams,
+      response: { 200: z.object({ success: z.literal(true), revokedCount: z.number().int() }), 401: error, 403: error, 404: error, 409: error },
+    },
+  }, async (request) => ({
+    success: true as const, ...await removeClient(deps.db, principalOf(request, 'jwt').userId, request.params.appId, request.params.clientId),
+  }));
 
   app.delete('/oauth/apps/:appId', {
     config: { access: 'teamAdmin' },

@@ -28,10 +28,12 @@ export function listLiveApps(db: Database, filter: { ownerId?: string; reviewSta
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).offset(filter.offset).execute();
 }
 
+/** The clients of the apps that have not been removed. */
 export const listClientsOfApps = (db: Database, appIds: readonly string[]) =>
   appIds.length === 0
     ? Promise.resolve([])
-    : db.selectFrom('oauth_clients').selectAll().where('app_id', 'in', appIds).orderBy('created_at').orderBy('id').execute();
+    : db.selectFrom('oauth_clients').selectAll().where('app_id', 'in', appIds).where('deleted_at', 'is', null)
+      .orderBy('created_at').orderBy('id').execute();
 
 export const updateApp = (db: Database, appId: string, patch: Updateable<OAuthAppsTable>) =>
   db.updateTable('oauth_apps').set(patch).where('id', '=', appId).returningAll().executeTakeFirstOrThrow();
@@ -50,5 +52,20 @@ export async function revokeAppTokens(db: Database, appId: string, now: Date) {
     .returning(['kind', 'expires_at', 'used_at'])
     .execute();
   await db.updateTable('oauth_grants').set({ revoked_at: now }).where('app_id', '=', appId).where('revoked_at', 'is', null).execute();
+  return revoked;
+}
+
+/**
+ * Removes one client (marks it deleted) and revokes every unrevoked grant and token it issued at
+ * `now`; returns the tokens it revoked so the caller can count the ones that were still usable.
+ */
+export async function removeClientAndRevoke(db: Database, clientPk: string, now: Date) {
+  await db.updateTable('oauth_clients').set({ deleted_at: now }).where('id', '=', clientPk).execute();
+  // Tokens before grants, as revokeAppTokens.
+  const revoked = await db.updateTable('oauth_tokens').set({ revoked_at: now })
+    .where('client_pk', '=', clientPk).where('revoked_at', 'is', null)
+    .returning(['kind', 'expires_at', 'used_at'])
+    .execute();
+  await db.updateTable('oauth_grants').set({ revoked_at: now }).where('client_pk', '=', clientPk).where('revoked_at', 'is', null).execute();
   return revoked;
 }

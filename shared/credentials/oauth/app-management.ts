@@ -84,10 +84,13 @@ async function withLockedApp<T>(db: Database, who: Manager, appId: string, work:
   });
 }
 
+/** Of the tokens just revoked, the access tokens that were still usable: what `revokedCount` counts. */
+const stillUsableAccess = (revoked: Array<{ kind: string; expires_at: Date }>, now: Date) =>
+  revoked.filter((t) => t.kind === 'access' && t.expires_at.getTime() > now.getTime()).length;
+
 /** Revokes every grant and token of the app; counts the access tokens that were still usable. */
 async function revokeEverything(trx: Database, appId: string, now: Date): Promise<number> {
-  const revoked = await manage.revokeAppTokens(trx, appId, now);
-  return revoked.filter((t) => t.kind === 'access' && t.expires_at.getTime() > now.getTime()).length;
+  return stillUsableAccess(await manage.revokeAppTokens(trx, appId, now), now);
 }
 
 function cleanName(name: string): string {
@@ -178,11 +181,13 @@ export async function updateApp(db: Database, userId: string, appId: string, inp
       await manage.updateClient(trx, client.id, { redirect_uris: redirectUris, allowed_scopes: scopes });
     }
     const resubmitted = app.review_status === 'rejected' && !who.isAdmin;
-    const updated = await manage.updateApp(trx, app.id, {
+    const patch = {
       ...(name !== undefined ? { name } : {}),
       ...(input.logoUrl !== undefined ? { logo_url: input.logoUrl } : {}),
       ...(resubmitted ? { review_status: 'private' as const } : {}),
-    });
+    };
+    // A PATCH of clients only leaves the app's row as it is (an empty SET is not SQL).
+    const updated = Object.keys(patch).length ? await manage.updateApp(trx, app.id, patch) : app;
     return viewOf(trx, updated);
   });
 }
@@ -198,6 +203,26 @@ export async function addClient(db: Database, userId: string, appId: string, cli
       redirect_uris: client.redirectUris, allowed_scopes: dedupe(client.scopes),
     });
     return { clientId: row.client_id, platform: row.platform, redirectUris: row.redirect_uris, scopes: row.allowed_scopes, createdAt: row.created_at.toISOString() };
+  });
+}
+
+/**
+ * Removes one client of the app: its grants and tokens are revoked in the same transaction, its
+ * client id is unknown from then on (authorize, token, revoke). An app keeps at least one client
+ * (409 `last_client`: delete the app instead). A client that is not one of this app's live clients
+ * is 404, as in PATCH.
+ */
+export async function removeClient(db: Database, userId: string, appId: string, clientId: string): Promise<{ revokedCount: number }> {
+  const who = await managerOf(db, userId);
+  return withLockedApp(db, who, appId, async (trx, app) => {
+    requireMayChange(app, who);
+    // The app's row lock serialises removals, so two removals cannot each leave the other's client last.
+    const clients = await manage.listClientsOfApps(trx, [app.id]);
+    const client = clients.find((c) => c.client_id === clientId);
+    if (!client) throw notFound(`OAuth client ${clientId}`);
+    if (clients.length === 1) throw new AppError(409, 'last_client', 'An app keeps at least one client: delete the app instead');
+    const now = new Date();
+    return { revokedCount: stillUsableAccess(await manage.removeClientAndRevoke(trx, client.id, now), now) };
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Database } from '../../db/client.js';
 import * as repo from './repository.js';
+import { effectiveScopes } from './rules.js';
 
 // The user's own authorizations (§4.4, item shape §2.8).
 
@@ -15,7 +16,8 @@ export interface OAuthAuthorizationItem {
 /**
  * One item per app the user holds a live token for (deleted apps hidden, disabled apps shown).
  * `active_token_count` counts live access tokens; an app kept only by a live refresh token still
- * shows (count 0) so the user can revoke it. Scopes are the union over the live tokens.
+ * shows (count 0) so the user can revoke it. Scopes are the union over the live tokens of what each
+ * may still do (its scopes its client still has, as the authenticator counts them).
  */
 export async function listOAuthAuthorizations(db: Database, userId: string): Promise<OAuthAuthorizationItem[]> {
   const rows = await repo.listLiveTokensOfUser(db, userId, new Date());
@@ -31,7 +33,7 @@ export async function listOAuthAuthorizations(db: Database, userId: string): Pro
     }
     if (row.created_at.toISOString() > item.authorized_at) item.authorized_at = row.created_at.toISOString();
     if (row.kind === 'access') item.active_token_count += 1;
-    for (const scope of row.scopes) item.scopeSet.add(scope);
+    for (const scope of effectiveScopes(row.scopes, row.client_scopes)) item.scopeSet.add(scope);
   }
   return [...byApp.values()]
     .sort((a, b) => b.authorized_at.localeCompare(a.authorized_at))

@@ -12,7 +12,7 @@ import * as repo from './repository.js';
 export async function findDocsSessionTokenExpiry(db: Database, accessToken: string, docsClientId: string): Promise<Date | null> {
   if (!hasValidTokenShape('oauthAccess', accessToken)) return null;
   const row = await repo.findTokenByHash(db, sha256Hex(accessToken));
-  if (!row || row.kind !== 'access' || row.revoked_at || row.grant_revoked_at) return null;
+  if (!row || row.kind !== 'access' || row.revoked_at || row.grant_revoked_at || row.client_deleted_at) return null;
   if (row.expires_at.getTime() <= Date.now()) return null;
   if (row.disabled_at || row.deleted_at) return null;
   if (row.client_id !== docsClientId) return null;

@@ -20,6 +20,9 @@ export async function issueTokensByOperator(
     if (!(await findUserById(trx, input.userId))) throw notFound(`User ${input.userId}`);
     const client = await repo.findFirstClientOfApp(trx, app.id);
     if (!client) throw notFound(`A client of OAuth app ${input.appId}`);
+    // A token only ever does what its client may (rules.ts effectiveScopes): refuse rather than issue dead scopes.
+    const outside = input.scopes.filter((s) => !client.allowed_scopes.includes(s));
+    if (outside.length) throw new AppError(400, 'invalid_scope', `The app's client does not have scope(s): ${outside.join(', ')}`);
     const grant = await repo.insertGrant(trx, { id: newId(), client_pk: client.id, app_id: app.id, user_id: input.userId, scopes: input.scopes });
     const set = await issueTokenPair(trx, { grantId: grant.id, clientPk: client.id, appId: app.id, userId: input.userId, scopes: input.scopes },
       input.ttlSeconds ?? ACCESS_TOKEN_TTL_SECONDS);

@@ -14,7 +14,8 @@ export const findApp = (db: Database, appId: string) =>
   db.selectFrom('oauth_apps').selectAll().where('id', '=', appId).executeTakeFirst();
 
 export const findFirstClientOfApp = (db: Database, appId: string) =>
-  db.selectFrom('oauth_clients').selectAll().where('app_id', '=', appId).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+  db.selectFrom('oauth_clients').selectAll().where('app_id', '=', appId).where('deleted_at', 'is', null)
+    .orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
 
 export const setAppDisabled = (db: Database, appId: string, at: Date | null) =>
   db.updateTable('oauth_apps').set({ disabled_at: at }).where('id', '=', appId).executeTakeFirst();
@@ -25,13 +26,14 @@ export const setAppDeleted = (db: Database, appId: string) =>
 export const setAppReviewStatus = (db: Database, appId: string, status: 'private' | 'approved') =>
   db.updateTable('oauth_apps').set({ review_status: status }).where('id', '=', appId).executeTakeFirst();
 
-/** A client and the app it belongs to, by public client id. */
+/** A client (not removed from its app) and the app it belongs to, by public client id. */
 export const findClientWithApp = (db: Database, clientId: string) =>
   db.selectFrom('oauth_clients as c')
     .innerJoin('oauth_apps as a', 'a.id', 'c.app_id')
     .select(['c.id as client_pk', 'c.client_id', 'c.platform', 'c.redirect_uris', 'c.allowed_scopes',
       'a.id as app_id', 'a.name as app_name', 'a.logo_url', 'a.owner_id', 'a.review_status', 'a.disabled_at', 'a.deleted_at'])
     .where('c.client_id', '=', clientId)
+    .where('c.deleted_at', 'is', null)
     .executeTakeFirst();
 
 export const insertGrant = (db: Database, grant: Insertable<OAuthGrantsTable>) =>
@@ -54,14 +56,16 @@ const shareLockAppOf = (db: Database, appIdOf: 'code' | 'token', hash: string) =
     .forShare()
     .execute();
 
-/** A code with its grant and app state, locked so that two exchanges of one code serialise. */
+/** A code with its grant, client and app state, locked so that two exchanges of one code serialise. */
 export async function lockCode(db: Database, codeHash: string) {
   await shareLockAppOf(db, 'code', codeHash);
   return db.selectFrom('oauth_codes as o')
     .innerJoin('oauth_grants as g', 'g.id', 'o.grant_id')
     .innerJoin('oauth_apps as a', 'a.id', 'g.app_id')
+    .innerJoin('oauth_clients as c', 'c.id', 'g.client_pk')
     .select(['o.code_hash', 'o.grant_id', 'o.redirect_uri', 'o.code_challenge', 'o.expires_at', 'o.used_at',
-      'g.client_pk', 'g.app_id', 'g.user_id', 'g.scopes', 'g.revoked_at as grant_revoked_at', 'a.disabled_at', 'a.deleted_at'])
+      'g.client_pk', 'g.app_id', 'g.user_id', 'g.scopes', 'g.revoked_at as grant_revoked_at', 'a.disabled_at', 'a.deleted_at',
+      'c.allowed_scopes as client_scopes'])
     .where('o.code_hash', '=', codeHash)
     .forUpdate('o')
     .executeTakeFirst();
@@ -84,7 +88,8 @@ export async function findTokenByHash(db: Database, tokenHash: string, options: 
     .innerJoin('oauth_clients as c', 'c.id', 't.client_pk')
     .innerJoin('oauth_apps as a', 'a.id', 't.app_id')
     .select(['t.id', 't.kind', 't.grant_id', 't.client_pk', 't.app_id', 't.user_id', 't.scopes', 't.expires_at', 't.used_at', 't.revoked_at',
-      'g.revoked_at as grant_revoked_at', 'c.client_id', 'a.disabled_at', 'a.deleted_at'])
+      'g.revoked_at as grant_revoked_at', 'c.client_id', 'c.allowed_scopes as client_scopes', 'c.deleted_at as client_deleted_at',
+      'a.disabled_at', 'a.deleted_at'])
     .where('t.token_hash', '=', tokenHash);
   return (options.lock ? query.forUpdate('t') : query).executeTakeFirst();
 }
@@ -110,7 +115,8 @@ export const listLiveTokensOfUser = (db: Database, userId: string, now: Date) =>
   db.selectFrom('oauth_tokens as t')
     .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
     .innerJoin('oauth_apps as a', 'a.id', 't.app_id')
-    .select(['t.app_id', 't.kind', 't.scopes', 't.created_at', 'a.name as app_name', 'a.logo_url as app_logo_url'])
+    .innerJoin('oauth_clients as c', 'c.id', 't.client_pk')
+    .select(['t.app_id', 't.kind', 't.scopes', 't.created_at', 'a.name as app_name', 'a.logo_url as app_logo_url', 'c.allowed_scopes as client_scopes'])
     .where('t.user_id', '=', userId)
     .where('a.deleted_at', 'is', null)
     .where('t.revoked_at', 'is', null)

@@ -25,6 +25,14 @@ export const formatScope = (scopes: readonly string[]): string => scopes.join(' 
 export const isSubset = (wanted: readonly string[], allowed: readonly string[]): boolean => wanted.every((s) => allowed.includes(s));
 
 /**
+ * What a token may do now: the scopes it was issued with that its client still has. Narrowing a
+ * client's scopes (PATCH /oauth/apps/:appId) thus takes effect at once on tokens already issued,
+ * without rewriting them; every check of a token's scopes goes through this.
+ */
+export const effectiveScopes = (granted: readonly string[], clientScopes: readonly string[]): string[] =>
+  granted.filter((s) => clientScopes.includes(s));
+
+/**
  * Redirect URIs compare as exact strings (RFC 9700 §4.1.3): no normalisation of trailing slashes,
  * case, query or port, so a near miss never receives a code.
  */

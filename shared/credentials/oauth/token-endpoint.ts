@@ -4,12 +4,14 @@ import { hasValidTokenShape, tokenPrefixes } from '../tokens.js';
 import type { AuthorizeClient } from './authorize.js';
 import { OAuthError } from './errors.js';
 import * as repo from './repository.js';
-import { isSubset, parseScope, verifierMatchesChallenge } from './rules.js';
+import { effectiveScopes, isSubset, parseScope, verifierMatchesChallenge } from './rules.js';
 import { issueTokenPair, type TokenSet } from './token-pairs.js';
 
 // The token endpoint (RFC 6749 §4.1.3, §6) and token revocation (RFC 7009).
 
 const invalidGrant = (description: string) => new OAuthError('invalid_grant', description);
+/** Every scope the user granted was since taken off the client: nothing is left to issue. */
+const nothingLeft = () => invalidGrant('The client no longer has any of the authorized scopes');
 
 async function requireClient(db: Database, clientId: string | undefined): Promise<AuthorizeClient> {
   if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
@@ -47,8 +49,10 @@ export async function exchangeAuthorizationCode(
     if (row.redirect_uri !== redirectUri) return invalidGrant('redirect_uri does not match the authorization request');
     if (!verifierMatchesChallenge(codeVerifier, row.code_challenge)) return invalidGrant('code_verifier does not match the code_challenge');
     if (row.grant_revoked_at || row.disabled_at || row.deleted_at) return invalidGrant('The authorization is no longer valid');
+    const scopes = effectiveScopes(row.scopes, row.client_scopes);
+    if (scopes.length === 0) return nothingLeft();
     await repo.markCodeUsed(trx, row.code_hash);
-    return issueTokenPair(trx, { grantId: row.grant_id, clientPk: row.client_pk, appId: row.app_id, userId: row.user_id, scopes: row.scopes });
+    return issueTokenPair(trx, { grantId: row.grant_id, clientPk: row.client_pk, appId: row.app_id, userId: row.user_id, scopes });
   });
 }
 
@@ -71,12 +75,16 @@ export async function refreshAccessToken(
     }
     if (row.expires_at.getTime() <= Date.now()) return invalidGrant('The refresh token has expired');
     if (row.disabled_at || row.deleted_at) return invalidGrant('The app has been disabled or deleted');
+    // The client's current scopes, read after the app's share lock: a narrowing committed before
+    // this refresh shows here, so the new pair (refresh token included) carries only what remains.
+    const remaining = effectiveScopes(row.scopes, row.client_scopes);
+    if (remaining.length === 0) return nothingLeft();
     const requested = parseScope(input.scope);
-    if (requested.length && !isSubset(requested, row.scopes)) return new OAuthError('invalid_scope', 'scope exceeds the original grant');
+    if (requested.length && !isSubset(requested, remaining)) return new OAuthError('invalid_scope', 'scope exceeds what the grant and the client now allow');
     await repo.markTokenUsed(trx, row.id);
     return issueTokenPair(trx, {
       grantId: row.grant_id, clientPk: row.client_pk, appId: row.app_id, userId: row.user_id,
-      scopes: requested.length ? requested : row.scopes, refreshScopes: row.scopes,
+      scopes: requested.length ? requested : remaining, refreshScopes: remaining,
     });
   });
 }

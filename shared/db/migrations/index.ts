@@ -27,6 +27,7 @@ import * as oauthAppLifecycle from './2026_11_27_0025_oauth_app_lifecycle.js';
 import * as agentManagement from './2026_11_27_0026_agent_management.js';
 import * as storageBanners from './2026_11_27_0027_storage_banners.js';
 import * as realtimePublication from './2026_11_27_0028_realtime_publication.js';
+import * as oauthClientRemoval from './2026_11_27_0029_oauth_client_removal.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -61,4 +62,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0026_agent_management': agentManagement,
   '2026_11_27_0027_storage_banners': storageBanners,
   '2026_11_27_0028_realtime_publication': realtimePublication,
+  '2026_11_27_0029_oauth_client_removal': oauthClientRemoval,
 };
