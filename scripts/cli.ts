@@ -7,6 +7,7 @@ import { createDb, type Database } from '../shared/db/client.js';
 import { AppError } from '../shared/errors.js';
 import { commands, type CliContext } from './cli/commands.js';
 import { CliError, parseFlags } from './cli/flags.js';
+import { renderCommandHelp, renderCommandList } from './cli/usage.js';
 
 function fail(error: string, message: string, exitCode: number): never {
   process.stderr.write(`${JSON.stringify({ error, message })}\n`);
@@ -19,14 +20,29 @@ function devRuntime(dataDir: string): { databaseUrl?: string; temporalAddress?: 
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { databaseUrl?: string; temporalAddress?: string }) : {};
 }
 
+/** The longest leading words that name a command: `chan-a account set`, `sku create`, `doctor`. */
+const commandName = (words: string[]): string =>
+  [3, 2, 1].map((count) => words.slice(0, count).join(' ')).find((candidate) => commands[candidate]) ?? '';
+
+/** Help on stdout, exit 0: `--help`/`help` list the commands (`help credits` those under it); `help X`/`X --help` show X's flags. */
+function help(words: string[]): never {
+  const name = commandName(words);
+  const group = words.join(' ');
+  if (name) process.stdout.write(renderCommandHelp(name, commands[name]!));
+  else if (!words.length || Object.keys(commands).some((known) => known.startsWith(`${group} `))) process.stdout.write(renderCommandList(commands, words.length ? group : undefined));
+  else fail('unknown_command', `Unknown command '${group}'. Commands: ${Object.keys(commands).join(', ')}`, 2);
+  process.exit(0);
+}
+
 async function main(argv: string[]): Promise<void> {
-  const config = loadConfig();
-  // The longest name that is a command: `chan-a account set`, `sku create`, `doctor`.
-  const name = [3, 2, 1].map((words) => argv.slice(0, words).join(' ')).find((candidate) => commands[candidate]) ?? '';
+  if (argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') help(argv.slice(1));
+  const name = commandName(argv);
+  if (name && (argv.includes('--help') || argv.includes('-h'))) help(name.split(' '));
   const command = commands[name];
   if (!command) {
     fail('unknown_command', `Unknown command '${argv.slice(0, 2).join(' ')}'. Commands: ${Object.keys(commands).join(', ')}`, 2);
   }
+  const config = loadConfig();
   let flags: Record<string, string>;
   try {
     flags = parseFlags(argv.slice(name.split(' ').length));

@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
 import { loadSecretKeyRing } from '../../shared/secrets/key-ring.js';
-import type { Command } from './command.js';
-import { CliError, readFlags } from './flags.js';
+import { defineCommand, type Command } from './command.js';
+import { CliError } from './flags.js';
 
 /** The origin the frontend reaches: PUBLIC_BASE_URL, else the running `npm start`'s API, else HOST:PORT. */
 function publicOrigin(config: Parameters<Command>[1]['config']): string {
@@ -19,10 +19,14 @@ function publicOrigin(config: Parameters<Command>[1]['config']): string {
 
 /** data-api keys: what a frontend needs for createClient(url, anonKey) (CONTRACTS.md "Frontend data access"). */
 export const dataApiCommands: Record<string, Command> = {
-  'data-api keys': async (flags, ctx) => {
-    readFlags(flags, {});
-    const { current } = anonKeysOf(await loadSecretKeyRing(ctx.config));
-    if (!current) throw new CliError('not_configured', 'SECRETS_KEY is not set: the anon key is derived from it');
-    return { url: publicOrigin(ctx.config), anonKey: current };
-  },
+  'data-api keys': defineCommand({
+    summary: "What the frontend's data-platform client needs: the URL and the anon key (docs/data-api.md)",
+    prints: '{ url, anonKey }',
+    flags: {},
+    run: async (_f, ctx) => {
+      const { current } = anonKeysOf(await loadSecretKeyRing(ctx.config));
+      if (!current) throw new CliError('not_configured', 'SECRETS_KEY is not set: the anon key is derived from it');
+      return { url: publicOrigin(ctx.config), anonKey: current };
+    },
+  }),
 };

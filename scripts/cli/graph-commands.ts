@@ -5,19 +5,23 @@ import { readGraphConfig } from '../../shared/project-graph/config.js';
 import { graphEmbedder } from '../../shared/project-graph/embeddings.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createFileStore } from '../../shared/storage/index.js';
-import type { Command } from './command.js';
-import { CliError, readFlags, uuidFlag } from './flags.js';
+import { defineCommand, flag, type Command } from './command.js';
+import { CliError, uuidFlag } from './flags.js';
 
 /** graph build: a memory generation of the project's sources, made the active one (CONTRACTS.md "Project graph"). */
 export const graphCommands: Record<string, Command> = {
-  'graph build': async (flags, ctx) => {
-    const f = readFlags(flags, { project: uuidFlag });
-    if (!(await findActiveProject(ctx.db(), f.project))) throw new CliError('not_found', `Project ${f.project} does not exist`);
-    // Built here, not through a worker: the operator sees the generation when the command returns.
-    // Works whether or not graph.config is on, so memory can be ready before the feature opens.
-    // With graph.config `embeddingModel` (and LLM_BASE_URL), the facts are embedded; a failing provider fails the command.
-    const embedder = graphEmbedder(await readGraphConfig(new SiteSettingsCache(ctx.db()), ctx.config), ctx.config);
-    const { generationId, facts } = await buildGeneration(ctx.db(), { projectId: f.project, buildKey: `cli:${newId()}`, store: createFileStore(ctx.config), embedder });
-    return { generationId, facts };
-  },
+  'graph build': defineCommand({
+    summary: "Build a memory generation of a project's sources and make it the active one",
+    prints: '{ generationId, facts }',
+    flags: { project: flag(uuidFlag, 'the project', 'PROJECT_ID') },
+    run: async (f, ctx) => {
+      if (!(await findActiveProject(ctx.db(), f.project))) throw new CliError('not_found', `Project ${f.project} does not exist`);
+      // Built here, not through a worker: the operator sees the generation when the command returns.
+      // Works whether or not graph.config is on, so memory can be ready before the feature opens.
+      // With graph.config `embeddingModel` (and LLM_BASE_URL), the facts are embedded; a failing provider fails the command.
+      const embedder = graphEmbedder(await readGraphConfig(new SiteSettingsCache(ctx.db()), ctx.config), ctx.config);
+      const { generationId, facts } = await buildGeneration(ctx.db(), { projectId: f.project, buildKey: `cli:${newId()}`, store: createFileStore(ctx.config), embedder });
+      return { generationId, facts };
+    },
+  }),
 };

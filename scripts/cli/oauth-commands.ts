@@ -3,8 +3,8 @@ import { displayNameSchema } from '../../shared/identity/schemas.js';
 import { createOAuthApp } from '../../shared/credentials/oauth/apps.js';
 import { issueTokensByOperator } from '../../shared/credentials/oauth/operator.js';
 import { parseScope, REFRESH_TOKEN_TTL_SECONDS } from '../../shared/credentials/oauth/rules.js';
-import type { Command } from './command.js';
-import { positiveIntFlag, readFlags, uuidFlag } from './flags.js';
+import { defineCommand, flag, type Command } from './command.js';
+import { positiveIntFlag, uuidFlag } from './flags.js';
 
 const scopesFlag = z.string().transform((value) => parseScope(value)).pipe(z.array(z.string()).min(1, 'expected at least one scope'));
 
@@ -14,18 +14,30 @@ const scopesFlag = z.string().transform((value) => parseScope(value)).pipe(z.arr
  * administrators may edit or delete them).
  */
 export const oauthCommands: Record<string, Command> = {
-  'oauth-app create': async (flags, ctx) => {
-    const f = readFlags(flags, { owner: uuidFlag, name: displayNameSchema, 'redirect-uri': z.string().min(1), scopes: scopesFlag.optional() });
-    return createOAuthApp(ctx.db(), {
+  'oauth-app create': defineCommand({
+    summary: 'Create a reserved official OAuth app, approved, with one web client',
+    prints: '{ appId, clientId }',
+    flags: {
+      owner: flag(uuidFlag, 'the owning user', 'USER_ID'),
+      name: flag(displayNameSchema, 'app name', 'N'),
+      'redirect-uri': flag(z.string().min(1), "the web client's redirect URI", 'URL'),
+      scopes: flag(scopesFlag.optional(), 'space-separated scopes (default profile:read)', '"a b"'),
+    },
+    run: (f, ctx) => createOAuthApp(ctx.db(), {
       ownerId: f.owner, name: f.name, reviewStatus: 'approved', reserved: true,
       client: { platform: 'web', redirectUris: [f['redirect-uri']], scopes: f.scopes ?? ['profile:read'] },
-    });
-  },
+    }),
+  }),
 
-  'oauth-token issue': async (flags, ctx) => {
-    const f = readFlags(flags, {
-      app: uuidFlag, user: uuidFlag, scopes: scopesFlag, ttl: positiveIntFlag.pipe(z.number().max(REFRESH_TOKEN_TTL_SECONDS)).optional(),
-    });
-    return issueTokensByOperator(ctx.db(), { appId: f.app, userId: f.user, scopes: f.scopes, ttlSeconds: f.ttl });
-  },
+  'oauth-token issue': defineCommand({
+    summary: "Issue OAuth tokens of an app for a user without the consent flow",
+    prints: '{ accessToken, refreshToken, expiresIn }',
+    flags: {
+      app: flag(uuidFlag, 'the OAuth app', 'APP_ID'),
+      user: flag(uuidFlag, 'the user', 'USER_ID'),
+      scopes: flag(scopesFlag, 'space-separated scopes', '"a b"'),
+      ttl: flag(positiveIntFlag.pipe(z.number().max(REFRESH_TOKEN_TTL_SECONDS)).optional(), "the refresh token's lifetime in seconds", 'SECONDS'),
+    },
+    run: (f, ctx) => issueTokensByOperator(ctx.db(), { appId: f.app, userId: f.user, scopes: f.scopes, ttlSeconds: f.ttl }),
+  }),
 };

@@ -5,8 +5,7 @@ import { sendOrderStep } from '../../shared/hardware-sales/order-updates.js';
 import { findOrderByNo, type StepOrderRow } from '../../shared/hardware-sales/orders-repository.js';
 import { orderNoPattern } from '../../shared/hardware-sales/numbers.js';
 import type { OrderStepResult } from '../../shared/hardware-sales/messages.js';
-import type { CliContext, Command } from './command.js';
-import { readFlags } from './flags.js';
+import { defineCommand, flag, type CliContext, type Command } from './command.js';
 
 const orderFlag = z.string().regex(orderNoPattern, 'expected an order number (HWO…)');
 const label = z.string().trim().min(1).max(100);
@@ -27,21 +26,37 @@ async function withOrderSaga(ctx: CliContext, orderNo: string, send: (deps: Para
 
 /** The operator's side of the order saga (docs/hardware-sales.md): each command is an update its validator checks. */
 export const orderCommands: Record<string, Command> = {
-  'order prepare': async (flags, ctx) => {
-    const f = readFlags(flags, { order: orderFlag });
-    const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'prepare', prepareOrderUpdate));
-    return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
-  },
+  'order prepare': defineCommand({
+    summary: "Start preparing a paid hardware order (awaiting_stock → preparing; needs Temporal)",
+    prints: '{ orderNo, fulfillmentStatus }',
+    flags: { order: flag(orderFlag, 'the order number', 'ORDER_NO') },
+    run: async (f, ctx) => {
+      const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'prepare', prepareOrderUpdate));
+      return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
+    },
+  }),
 
-  'order ship': async (flags, ctx) => {
-    const f = readFlags(flags, { order: orderFlag, carrier: label, 'tracking-no': label });
-    const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'ship', shipOrderUpdate, { carrier: f.carrier, trackingNo: f['tracking-no'] }));
-    return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
-  },
+  'order ship': defineCommand({
+    summary: 'Mark a hardware order shipped (needs Temporal)',
+    prints: '{ orderNo, fulfillmentStatus }',
+    flags: {
+      order: flag(orderFlag, 'the order number', 'ORDER_NO'),
+      carrier: flag(label, 'the carrier', 'C'),
+      'tracking-no': flag(label, "the carrier's tracking number", 'T'),
+    },
+    run: async (f, ctx) => {
+      const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'ship', shipOrderUpdate, { carrier: f.carrier, trackingNo: f['tracking-no'] }));
+      return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
+    },
+  }),
 
-  'order refund': async (flags, ctx) => {
-    const f = readFlags(flags, { order: orderFlag, reason: z.string().trim().min(1).max(80).optional() });
-    const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'refund', requestRefundUpdate, { reason: f.reason }));
-    return { orderNo: result.orderNo, refundNo: result.refundNo, refundStatus: result.refundStatus };
-  },
+  'order refund': defineCommand({
+    summary: "Refund a hardware order: asks the payment channel; its refund callback finishes it (needs Temporal)",
+    prints: '{ orderNo, refundNo, refundStatus }',
+    flags: { order: flag(orderFlag, 'the order number', 'ORDER_NO'), reason: flag(z.string().trim().min(1).max(80).optional(), 'reason given to the channel', 'R') },
+    run: async (f, ctx) => {
+      const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'refund', requestRefundUpdate, { reason: f.reason }));
+      return { orderNo: result.orderNo, refundNo: result.refundNo, refundStatus: result.refundStatus };
+    },
+  }),
 };

@@ -2,7 +2,7 @@ import type { Database } from '../db/client.js';
 import { notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { findActiveTeam } from '../identity/repository.js';
-import { addToCreditBalance, insertCreditTransaction } from './repository.js';
+import { addToCreditBalance, findCreditBalance, insertCreditTransaction } from './repository.js';
 
 /** Adds milli-credits to a team: ledger row and balance in one transaction. */
 export async function grantCredits(db: Database, input: { teamId: string; amountMilli: number; reason?: string; reference?: string }) {
@@ -14,4 +14,11 @@ export async function grantCredits(db: Database, input: { teamId: string; amount
     });
     return { teamId: input.teamId, balance: await addToCreditBalance(trx, input.teamId, input.amountMilli) };
   });
+}
+
+/** A team's balance in milli-credits, as grantCredits reports it; null when the team does not exist (or is deleted). */
+export async function readCreditBalance(db: Database, teamId: string): Promise<{ teamId: string; balance: number } | null> {
+  if (!(await findActiveTeam(db, teamId))) return null;
+  // Every team gets its balance row when it is created; a missing row still means nothing granted.
+  return { teamId, balance: (await findCreditBalance(db, teamId))?.balance_milli ?? 0 };
 }
