@@ -5,7 +5,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { Runtime } from '@temporalio/worker';
 import pg from 'pg';
 import { buildApp } from '../api/app.js';
 import { connectAppDeps } from '../api/connect-deps.js';
@@ -25,6 +24,7 @@ import { supervise, type SupervisedChild, type Supervisor } from '../shared/supe
 import { startWorkerProcess } from './dev/worker-process.js';
 import { watchWork } from './dev/work-watchdog.js';
 import { probeTemporalWrites } from '../temporal/readiness.js';
+import { installWorkerRuntime } from '../worker/runtime.js';
 
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const startedAt = performance.now();
@@ -38,8 +38,9 @@ const dataDirLock = await lockDataDir(config.DATA_DIR).catch((error: unknown) =>
 });
 const runtime = runtimeFile(path.join(config.DATA_DIR, 'runtime.json'));
 
-// We own shutdown order (API, worker, Temporal, PostgreSQL), so the SDK must not act on signals itself.
-Runtime.install({ shutdownSignals: [] });
+// We own shutdown order (API, worker, Temporal, PostgreSQL), so the SDK must not act on signals
+// itself; its logs follow LOG_LEVEL through pino like the API's.
+installWorkerRuntime(config.LOG_LEVEL);
 
 const STEP_TIMEOUT_MS = 5_000;
 const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];

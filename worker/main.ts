@@ -2,17 +2,18 @@
 // With WORKFLOW_BUNDLE_PATH (made by `npm run build`) it starts without bundling. Workers that fail
 // (Temporal gone for a while) are created again in this process, with backoff, instead of the
 // process exiting and waiting for its container to be restarted (worker/supervise-workers.ts).
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { loadProductionConfigOrExit } from '../shared/config.js';
 import { bundleWorkflows } from './bundle.js';
+import { installWorkerRuntime } from './runtime.js';
 import { startWorkers } from './start.js';
 import { superviseWorkers } from './supervise-workers.js';
 
 const STOP_TIMEOUT_MS = 30_000;
 const { config, targets } = loadProductionConfigOrExit();
 // We stop the workers ourselves on a signal: stopped by the SDK's own handler, they would end
-// without us asking, and be taken for crashed and restarted.
-Runtime.install({ shutdownSignals: [] });
+// without us asking, and be taken for crashed and restarted. The SDK's logs follow LOG_LEVEL.
+installWorkerRuntime(config.LOG_LEVEL);
 const log = (message: string) => console.warn(message);
 const workflowBundle = config.WORKFLOW_BUNDLE_PATH ? { codePath: config.WORKFLOW_BUNDLE_PATH } : await bundleWorkflows();
 // One connection for every generation of workers: it reconnects by itself once Temporal is back.

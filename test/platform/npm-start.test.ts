@@ -24,6 +24,7 @@ describe('npm start', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: "0", TEMPORAL_UI_PORT: String(uiPort) };
     delete env.DATABASE_URL;
     delete env.TEMPORAL_ADDRESS;
+    delete env.LOG_LEVEL; // npm start's own default: warn
     const child = spawn('npm', ['start'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
@@ -78,6 +79,9 @@ describe('npm start', () => {
       await exited;
     }
     expect(output).toContain('[start] stopped');
+    // At LOG_LEVEL warn nothing below warn is printed, the Temporal SDK's own lines included (issue 45).
+    const infoLines = output.split('\n').filter((line) => /"level":\s*(10|20|30)\b|\bINFO\b|Worker state changed|No Nexus services registered/.test(line));
+    expect(infoLines).toEqual([]);
     // The lock is released with the rest: the next start on this folder may begin.
     await expect(readFile(path.join(dataDir, 'start.lock'), 'utf8')).rejects.toThrow(/ENOENT/);
     // Give the kernel a moment to reap, then nothing we started may remain.

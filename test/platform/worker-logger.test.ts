@@ -1,6 +1,7 @@
 import { LoggerWithComposedMetadata } from '@temporalio/common';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
+import { sdkLogger } from '../../worker/runtime.js';
 
 // The SDK's composed logger as patches/@temporalio+common+*.patch changes it (docs/decisions.md
 // "The workflow sandbox, patched"): the worker logs every activation at TRACE with the activation
@@ -37,5 +38,27 @@ describe("the worker's composed logger", () => {
       { level: 'TRACE', meta: { sdkComponent: 'worker', runId: 'r1' } },
       { level: 'DEBUG', meta: { sdkComponent: 'worker' } },
     ]);
+  });
+});
+
+describe("the Temporal SDK's logs through pino (issue 45)", () => {
+  const captured = (level: 'warn' | 'info') => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = sdkLogger(level, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } });
+    return { logger, lines };
+  };
+
+  it('drops INFO at LOG_LEVEL warn and keeps warnings, as JSON lines', () => {
+    const { logger, lines } = captured('warn');
+    logger.info('Worker state changed', { state: 'RUNNING' });
+    logger.log('INFO', 'No Nexus services registered');
+    logger.warn('Activity heartbeat failed', { activityId: 'a1' });
+    expect(lines).toEqual([expect.objectContaining({ level: 40, name: 'temporal-sdk', msg: 'Activity heartbeat failed', activityId: 'a1' })]);
+  });
+
+  it('prints INFO at LOG_LEVEL info', () => {
+    const { logger, lines } = captured('info');
+    logger.info('Worker state changed', { state: 'RUNNING' });
+    expect(lines).toEqual([expect.objectContaining({ level: 30, msg: 'Worker state changed', state: 'RUNNING' })]);
   });
 });
