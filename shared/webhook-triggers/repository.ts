@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
-import type { Database } from '../db/client.js';
+import { executePrepared, type Database } from '../db/client.js';
 import type { WebhookTriggersTable } from '../db/types.js';
 
 // Kysely queries only: access rules, the 404 policy and mapping live in service.ts.
@@ -35,10 +35,11 @@ export async function updateTriggerSecret(db: Database, triggerId: string, secre
 
 /**
  * Everything a trigger call decides on, in one query that runs the same way for every request
- * (unknown ids included). Joined rows that are deleted come back as nulls.
+ * (unknown ids included). Joined rows that are deleted come back as nulls. Prepared, like the API
+ * key lookup of the run route it stands in for: planned once per connection, not once per call.
  */
 export async function findTriggerForCall(db: Database, webhookId: string) {
-  return db.selectFrom('webhook_triggers as wt')
+  const [row] = await executePrepared(db, 'find_webhook_trigger_for_call', db.selectFrom('webhook_triggers as wt')
     .leftJoin('documents as doc', (join) => join.onRef('doc.id', '=', 'wt.document_id').on('doc.deleted_at', 'is', null))
     .leftJoin('deployments as d', (join) => join.onRef('d.id', '=', 'wt.deployment_id').on('d.deleted_at', 'is', null))
     .leftJoin('teams as t', (join) => join.onRef('t.id', '=', 'wt.team_id').on('t.deleted_at', 'is', null))
@@ -48,15 +49,17 @@ export async function findTriggerForCall(db: Database, webhookId: string) {
       'd.published_by', 'd.version_major', 'd.version_minor',
     ])
     .where('wt.id', '=', webhookId)
-    .executeTakeFirst();
+    .compile());
+  return row;
 }
 
 /**
  * `last_triggered_at`, to the second: a trigger called many times a second is written once a
- * second, not once a call (every call's update queued on the same row lock under load).
+ * second, not once a call (every call's update queued on the same row lock under load). The
+ * calling process also skips the statement within a second of its own last one (`TriggerMarks`).
  */
 export async function markTriggered(db: Database, triggerId: string): Promise<void> {
-  await db.updateTable('webhook_triggers').set({ last_triggered_at: sql<Date>`now()` }).where('id', '=', triggerId)
+  await executePrepared(db, 'mark_webhook_triggered', db.updateTable('webhook_triggers').set({ last_triggered_at: sql<Date>`now()` }).where('id', '=', triggerId)
     .where((eb) => eb.or([eb('last_triggered_at', 'is', null), eb('last_triggered_at', '<', sql<Date>`now() - interval '1 second'`)]))
-    .execute();
+    .compile());
 }

@@ -99,4 +99,37 @@ export function requireBillableTeam(call: AcceptedTriggerCall): string {
   return call.billableTeamId;
 }
 
-export const markTriggered = repo.markTriggered;
+/** How often one process writes a trigger's `last_triggered_at` at most: the column is kept to the second. */
+const MARK_INTERVAL_MS = 1000;
+/** Triggers remembered at most; forgetting one only costs one more (usually empty) UPDATE. */
+const MAX_REMEMBERED_TRIGGERS = 10_000;
+
+/**
+ * `last_triggered_at` for accepted calls, without a round trip per call. The row is written at
+ * most once a second anyway (repository.markTriggered), so under load nearly every call's UPDATE
+ * matched nothing and only cost a statement on the run path; this remembers, per process, when it
+ * last sent one for each trigger and sends the next only a second later. Other processes still
+ * write their own (the row's own condition keeps it once a second overall).
+ */
+export class TriggerMarks {
+  private readonly sentAt = new Map<string, number>();
+
+  constructor(private readonly write: (triggerId: string) => Promise<void>, private readonly now: () => number = Date.now) {}
+
+  async mark(triggerId: string): Promise<void> {
+    const now = this.now();
+    const last = this.sentAt.get(triggerId);
+    if (last !== undefined && now - last < MARK_INTERVAL_MS) return;
+    if (this.sentAt.size >= MAX_REMEMBERED_TRIGGERS) this.sentAt.clear();
+    // Noted before the write, so concurrent calls of the same second do not each send one.
+    this.sentAt.set(triggerId, now);
+    try {
+      await this.write(triggerId);
+    } catch (error) {
+      this.sentAt.delete(triggerId); // not written: the next call tries again
+      throw error;
+    }
+  }
+}
+
+export const triggerMarksOf = (db: Database) => new TriggerMarks((triggerId) => repo.markTriggered(db, triggerId));

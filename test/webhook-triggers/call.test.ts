@@ -140,12 +140,36 @@ describe('POST /api/webhook-triggers/:webhookId', () => {
       const written = (await triggerRow(webhookId)).last_triggered_at!;
       expect((await trigger(webhookId, { secret, payload: {} })).statusCode).toBe(200);
       expect((await triggerRow(webhookId)).last_triggered_at).toEqual(written);
-      // Older than a second: the next call writes it.
+      // Older than a second: the next call writes it, once this process's own last write is a second old
+      // too (each process sends the UPDATE at most once a second per trigger, not once a call).
       await stack.db.updateTable('webhook_triggers').set({ last_triggered_at: sql<Date>`now() - interval '5 seconds'` }).where('id', '=', webhookId).execute();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
       expect((await trigger(webhookId, { secret, payload: {} })).statusCode).toBe(200);
       const moved = (await triggerRow(webhookId)).last_triggered_at!;
       expect(moved.getTime()).toBeGreaterThanOrEqual(first.getTime());
       expect(Date.now() - moved.getTime()).toBeLessThan(5_000);
+    });
+
+    it('calls within a second send no UPDATE of the trigger row at all: one statement, not one per call', async () => {
+      const { webhookId, secret } = await hook();
+      // A statement-level trigger fires for every UPDATE statement on the table, even one that matches no row.
+      await sql`CREATE TABLE test_trigger_updates (n int)`.execute(stack.db);
+      await sql`CREATE FUNCTION test_count_trigger_updates() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_trigger_updates VALUES (1); RETURN NULL; END $$`.execute(stack.db);
+      await sql`CREATE TRIGGER test_count_trigger_updates AFTER UPDATE ON webhook_triggers FOR EACH STATEMENT EXECUTE FUNCTION test_count_trigger_updates()`.execute(stack.db);
+      try {
+        const started = Date.now();
+        for (let call = 0; call < 5; call++) expect((await trigger(webhookId, { secret, payload: {} })).statusCode).toBe(200);
+        const elapsed = Date.now() - started;
+        const statements = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM test_trigger_updates`.execute(stack.db)).rows[0]!.n);
+        // One for the first call, then at most one per second that passed (one in all when the calls took under a second).
+        expect(statements).toBeGreaterThanOrEqual(1);
+        expect(statements).toBeLessThanOrEqual(1 + Math.floor(elapsed / 1_000));
+        expect((await triggerRow(webhookId)).last_triggered_at).not.toBeNull();
+      } finally {
+        await sql`DROP TRIGGER test_count_trigger_updates ON webhook_triggers`.execute(stack.db);
+        await sql`DROP FUNCTION test_count_trigger_updates()`.execute(stack.db);
+        await sql`DROP TABLE test_trigger_updates`.execute(stack.db);
+      }
     });
 
     it('rotating invalidates the old secret at once', async () => {

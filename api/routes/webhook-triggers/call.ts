@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { startAppRun } from '../../../shared/app-runs/run-service.js';
 import {
-  acceptTriggerCall, assertWithinRateLimit, markTriggered, requireBillableTeam, webhookNotFound,
+  acceptTriggerCall, assertWithinRateLimit, requireBillableTeam, triggerMarksOf, webhookNotFound,
 } from '../../../shared/webhook-triggers/service.js';
 import type { AppDeps } from '../../deps.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
@@ -29,6 +29,7 @@ function presentedSecret(request: FastifyRequest): string | undefined {
  */
 export const webhookTriggerCallRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   useErrorEnvelope(app, 'webhook');
+  const triggerMarks = triggerMarksOf(deps.db);
 
   // Any other path or method under the webhook base answers like an unknown webhook: one 404 body
   // for whatever a stranger tries. The 404 handler is not a route, so it renders the envelope itself.
@@ -69,7 +70,7 @@ export const webhookTriggerCallRoutes: FastifyPluginAsyncZod<AppDeps> = async (a
     const run = await startAppRun(runStarter(deps, request), {
       target: { deployment: call.deployment }, caller: { kind: 'webhook', webhookId: call.webhookId, teamId }, inputs: request.body ?? {},
     });
-    await markTriggered(deps.db, call.webhookId);
+    await triggerMarks.mark(call.webhookId);
     return replyWithRunResult(deps, reply, run);
   });
 };
