@@ -5,6 +5,8 @@ import { createLlmBlockActivities } from './app-runs/llm-block.js';
 import { createPdfInputActivities } from './app-runs/pdf-input.js';
 import { createAppRunActivities } from './app-runs/run-events.js';
 import { createAppRunSinks } from './app-runs/finish-sink.js';
+import { createCallbackDeliveryActivities } from './app-runs/callback-delivery.js';
+import { createRunWaitActivities } from './app-runs/run-waits.js';
 import { createPlatformActivities } from './platform/probes.js';
 import { createScheduledRunActivities } from './schedules/scheduled-run.js';
 import { createOrderSagaActivities } from './hardware-sales/order-saga.js';
@@ -22,6 +24,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createLlmBlockActivities(deps),
     ...createHttpBlockActivities(deps),
     ...createPdfInputActivities(deps),
+    ...createCallbackDeliveryActivities(deps),
+    ...createRunWaitActivities(deps),
     ...createScheduledRunActivities(deps),
     ...createOrderSagaActivities(deps),
     ...createConnectorActivities(deps),

@@ -11,6 +11,7 @@ import { agentRoutes } from './routes/credentials/agents.js';
 import { documentRoutes } from './routes/documents/index.js';
 import { agentCredentialRoutes } from './routes/credentials/agent-credentials.js';
 import { runFollowUpRoutes } from './routes/app-runs/follow-up.js';
+import { approvalRoutes } from './routes/app-runs/approvals.js';
 import { runRoutes } from './routes/app-runs/run.js';
 import { v1Routes } from './routes/app-runs/v1.js';
 import { apiKeyRoutes } from './routes/credentials/api-keys.js';
@@ -61,6 +62,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(apiKeyRoutes, deps);
   await app.register(runRoutes, deps);
   await app.register(runFollowUpRoutes, deps);
+  await app.register(approvalRoutes, deps);
   await app.register(v1Routes, deps);
   await app.register(identityRoutes, deps);
   await app.register(agentRoutes, deps);

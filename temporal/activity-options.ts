@@ -83,3 +83,14 @@ export const connectorDispatchActivity: ActivityOptions = {
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 };
+
+/**
+ * Run callbacks (docs/long-runs.md): one POST of 10 s per attempt, retried with growing delays for
+ * 24 h (a receiver that is down for a day still gets every event); refusals by the SSRF guard are
+ * not retried. Each event is its own activity, awaited in turn, so a run's events arrive in order.
+ */
+export const callbackDeliveryActivity: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '24 hours',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 minutes' },
+};

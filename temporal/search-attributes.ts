@@ -14,9 +14,16 @@ export const searchAttributeKeys = {
   triggerSource: defineSearchAttributeKey('WfTriggerSource', SearchAttributeType.KEYWORD),
 } as const;
 
+/**
+ * Set by an app run while it waits on a `wait` or `approval` block (the block's type), removed when
+ * it goes on (docs/long-runs.md): `WfWaiting='approval'` lists the runs waiting for a person. Not a
+ * start field: the workflow sets it itself, and only runs that wait ever do.
+ */
+export const waitingSearchAttribute = defineSearchAttributeKey('WfWaiting', SearchAttributeType.KEYWORD);
+
 /** Every custom search attribute of the service, to register on a Temporal server. */
 export const searchAttributeDefinitions: ReadonlyArray<{ name: string; type: SearchAttributeType }> =
-  Object.values(searchAttributeKeys).map(({ name, type }) => ({ name, type }));
+  [...Object.values(searchAttributeKeys), waitingSearchAttribute].map(({ name, type }) => ({ name, type }));
 
 /** The type names the Temporal CLI takes (`--search-attribute Name=Keyword`, `--type Keyword`). */
 export const temporalCliTypeName: Record<SearchAttributeType, string> = {

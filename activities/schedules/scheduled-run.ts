@@ -12,7 +12,7 @@ import { findScheduleById, finishAttemptLog, insertRefusedAttemptLog, insertRunn
 import type { ActivityDeps } from '../deps.js';
 
 const logStatusOf: Record<RunStatus, ScheduleLogStatus> = {
-  running: 'running', completed: 'success', failed: 'failed', timed_out: 'timed_out', cancelled: 'cancelled',
+  running: 'running', waiting: 'running', completed: 'success', failed: 'failed', timed_out: 'timed_out', cancelled: 'cancelled',
 };
 
 /**
@@ -68,7 +68,7 @@ export function createScheduledRunActivities({ db, settings }: Pick<ActivityDeps
       const terminal = await findTerminalEvent(db, request.runId);
       const result = runResultOf(request.runId, run.document_id, terminal);
       // A run still marked running here was ended by the workflow engine without its final write.
-      const status = run.status === 'running' ? 'failed' : logStatusOf[run.status];
+      const status = run.status === 'running' || run.status === 'waiting' ? 'failed' : logStatusOf[run.status];
       const error = status === 'success' ? null : String(result.error ?? run.error ?? 'The run did not complete');
       await finishAttemptLog(db, request.logId, { status, error, result });
       return { status, error, result };

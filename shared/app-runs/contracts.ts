@@ -10,6 +10,7 @@ import type { Claim } from './claims.js';
 import type { RunEvent, Session } from './events.js';
 import type { Graph } from '../documents/graph.js';
 import type { RunPlan } from './run-plan.js';
+import type { RunCallback } from './callbacks/schemas.js';
 
 /** `appRunWorkflow`'s argument (`app-run-<runId>`). */
 export interface AppRunInput {
@@ -26,6 +27,11 @@ export interface AppRunInput {
    * of runs started before it existed, which replay through the local activity.
    */
   finishBySink?: boolean;
+  /**
+   * Where the run's selected events are POSTed (docs/long-runs.md "Background runs and callbacks"),
+   * vetted at admission. Absent on runs without one, whose histories stay as they were.
+   */
+  callback?: RunCallback;
 }
 
 /** The start options every start of `appRunWorkflow` sets (client start or child): search attributes and summary. */
@@ -121,3 +127,44 @@ export interface ClaimedIoRequest { runId: string; blockId: string; claimedReque
 export interface PdfInputRequest { runId: string; blockId: string; value: string | Claim; inputName?: string }
 /** A large text comes back as a claim (`output:<blockId>`). */
 export interface PdfInputResult { text: string | Claim; pages: number }
+
+/** One callback event to deliver: the stored event by its key, or the run's terminal event. */
+export interface CallbackDeliveryInput {
+  runId: string;
+  callback: RunCallback;
+  event: { key: string } | { terminal: true };
+}
+/** `not_selected`: the event (e.g. the terminal one) is not among the callback's events. */
+export interface CallbackDeliveryResult { eventId: number; status: 'delivered' | 'not_selected' }
+
+// Runs that wait (docs/long-runs.md): the `wait` and `approval` blocks' activities and signal.
+
+/**
+ * A `wait` or `approval` block begins to wait. `events`: what the walk gathered and has not written
+ * (the block's `block_start` among them), written before `block_waiting`. `nowMs`: workflow time.
+ * Templates are rendered by the workflow; the activity applies the cap (`runs.max_wait_seconds`).
+ */
+export interface EnterRunWaitInput {
+  runId: string;
+  blockId: string;
+  events: KeyedRunEvent[];
+  nowMs: number;
+  wait?: { seconds?: unknown; until?: unknown };
+  approval?: { prompt: string; fields: Record<string, unknown> | null; timeoutSeconds?: number };
+}
+/**
+ * `problem`: the rendered config is unusable (the block fails; nothing was written). `seconds: 0`
+ * (an `until` that has just passed): nothing was written, the block completes at once.
+ * `runOpen: false`: the run was finished elsewhere.
+ */
+export type EnterRunWaitResult =
+  | { kind: 'waiting'; seconds: number; until: string }
+  | { kind: 'no_wait' }
+  | { kind: 'problem'; message: string }
+  | { kind: 'run_closed' };
+
+/** How an approval was decided (the signal's payload, and `settleRunApproval`'s answer when a decision came first). */
+export interface ApprovalDecision { approved: boolean; data: unknown; decidedBy: string; decidedAt: string }
+/** `approvalDecided`: sent by the approval routes after the decision is stored (shared/app-runs/approvals). */
+export const APPROVAL_DECIDED_SIGNAL = 'approvalDecided';
+export interface ApprovalDecidedSignal { blockId: string; decision: ApprovalDecision }

@@ -19,6 +19,8 @@ export type RunEvent =
   | { type: 'block_chunk'; blockId: string; delta: string }
   | { type: 'block_complete'; blockId: string; output: unknown }
   | { type: 'block_end'; blockId: string }
+  /** A `wait` or `approval` block began to wait (docs/long-runs.md), between its block_start and block_complete. */
+  | { type: 'block_waiting'; blockId: string; blockType: string; until?: string; expiresAt?: string; prompt?: string; approvalUrl?: string }
   | { type: 'block_error'; blockId: string; error: string }
   | { type: 'run_complete'; runId: string; sessions: Session[]; completedBlocks: number; duration: number; globalCtx?: Record<string, unknown> }
   | { type: 'run_error'; runId: string; error: string; executionStatus: string; sessions?: Session[] };

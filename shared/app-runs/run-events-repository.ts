@@ -14,6 +14,9 @@ import { RUN_EVENTS_CHANNEL, terminalEventTypes, type RunEventType } from './eve
 // `run_events` with the run id (delivered on commit) so streaming readers wake at once; the final
 // write adds the terminal event to it (`finishRunWithEvents`).
 
+/** A run that has not ended: working (`running`) or paused on a `wait` or `approval` block (`waiting`). */
+export const isOpenRunStatus = (status: string): boolean => status === 'running' || status === 'waiting';
+
 export interface StoredRunEvent { id: number; type: RunEventType; payload: Record<string, unknown> }
 
 /**
@@ -59,7 +62,7 @@ export async function appendWhileRunning(db: Database, runId: string, events: Ke
     ), appended AS (
       INSERT INTO run_events (run_id, event_key, type, payload)
       SELECT ${runId}::uuid, e.key, e.type, e.payload FROM ${eventRows(events)}
-      WHERE EXISTS (SELECT 1 FROM run WHERE status = 'running')
+      WHERE EXISTS (SELECT 1 FROM run WHERE status IN ('running', 'waiting'))
       ORDER BY e.ord
       ON CONFLICT (run_id, event_key) DO NOTHING
       RETURNING 1
@@ -68,12 +71,12 @@ export async function appendWhileRunning(db: Database, runId: string, events: Ke
     )
     SELECT (SELECT status FROM run) AS status, (SELECT count(*) FROM appended)::int AS appended, (SELECT count(*) FROM notified) AS notified
   `.compile(db));
-  return row?.status ? { appended: row.appended, runOpen: row.status === 'running' } : null;
+  return row?.status ? { appended: row.appended, runOpen: isOpenRunStatus(row.status) } : null;
 }
 
 /** How a run ends in its row and its terminal event (`run_complete` payload or `run_error`'s). */
 export interface RunEnding {
-  status: Exclude<RunStatus, 'running'>;
+  status: Exclude<RunStatus, 'running' | 'waiting'>;
   terminal: { type: 'run_complete' | 'run_error'; payload: Record<string, unknown> };
   error: string | null;
 }
@@ -104,7 +107,7 @@ export async function finishRunWithEvents(db: Database, runId: string, ending: R
           || jsonb_build_object('duration', greatest(0, round(extract(epoch from clock_timestamp() - created_at) * 1000))::bigint) END,
         error = ${ending.error}::text,
         finished_at = now()
-      WHERE id = ${runId}::uuid AND status = 'running'
+      WHERE id = ${runId}::uuid AND status IN ('running', 'waiting')
       RETURNING coalesce(result, ${terminalPayload}::jsonb) AS terminal_payload
     ), start_done AS (
       DELETE FROM workflow_starts WHERE workflow_id = ${workflowIds.appRun(runId)} AND EXISTS (SELECT 1 FROM finished)
@@ -265,7 +268,7 @@ export async function endRunWithoutWorkflow(db: Database, runId: string, ending:
       RETURNING 1
     ), ended AS (
       UPDATE runs SET status = 'failed', error = ${ending.error}::text, finished_at = now()
-      WHERE id = ${runId}::uuid AND status = 'running' AND (NOT ${ending.withdraw}::boolean OR EXISTS (SELECT 1 FROM released))
+      WHERE id = ${runId}::uuid AND status IN ('running', 'waiting') AND (NOT ${ending.withdraw}::boolean OR EXISTS (SELECT 1 FROM released))
       RETURNING team_id, api_key_id
     ), forgotten_key AS (
       DELETE FROM run_idempotency_keys WHERE run_id = ${runId}::uuid AND EXISTS (SELECT 1 FROM ended)

@@ -46,7 +46,7 @@ export class Follower {
 
   /**
    * Events read after its `lastId` or before it, in order: takes those after it (a JSON caller only
-   * the terminal one) up to the terminal event. `bounded` (the shared reads): when the queue is
+   * the terminal one and `block_waiting`) up to the terminal event. `bounded` (the shared reads): when the queue is
    * full it stops and leaves them, to read the rest itself.
    */
   take(events: readonly StoredRunEvent[], bounded: boolean): void {
@@ -55,7 +55,8 @@ export class Follower {
       if (this.finished) break;
       if (event.id <= this.lastId) continue;
       if (bounded && this.held >= FOLLOWER_QUEUE_LIMIT) { this.joined = false; break; }
-      if (!this.terminalOnly || isTerminal(event)) this.queue.push(event);
+      // A JSON caller also learns that the run began to wait: it answers 202 then (run-reply.ts).
+      if (!this.terminalOnly || isTerminal(event) || event.type === 'block_waiting') this.queue.push(event);
       this.lastId = event.id;
       if (isTerminal(event)) this.finished = true;
     }

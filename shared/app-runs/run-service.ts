@@ -23,6 +23,8 @@ import { endRunWithoutWorkflow, insertChargedRun, notStarted, type ChargedRunRow
 import { idempotencyScopeOf, findIdempotentRun, IdempotentReplay } from './run-idempotency.js';
 import { claimIdempotencyKey } from './run-idempotency-repository.js';
 import { planForRun } from './run-plan.js';
+import { vetCallback } from './callbacks/callback-url.js';
+import type { CallbackEventType } from './callbacks/schemas.js';
 import { formatVersion, versionOfRow } from '../documents/versions.js';
 
 // The one way a run starts (DESIGN.md §3). Every run-starting route and the scheduled-run activity
@@ -57,6 +59,8 @@ export interface AppRunRequest {
    * `dependency_unavailable` and nothing is charged. Default `refuse`.
    */
   whenEngineDown?: WhenEngineDown;
+  /** Signed POSTs of the run's events (docs/long-runs.md); a URL the outbound rules refuse is 400 `invalid_callback_url`, before anything is charged. */
+  callback?: { url: string; events?: CallbackEventType[] };
 }
 
 export interface AdmittedRun {
@@ -149,6 +153,7 @@ export async function admitRun(
   checkInputLimits(given, await settings.get('run.input_limit'));
   const maxTimeout = await settings.get('run.max_timeout_seconds');
   const timeoutSeconds = Math.min(Math.ceil(request.timeoutSeconds ?? maxTimeout), maxTimeout);
+  const callback = request.callback && await vetCallback(settings, request.callback);
 
   const scope = request.idempotency && idempotencyScopeOf(caller);
   const idempotency = scope ? { ...request.idempotency!, scope } : undefined;
@@ -172,7 +177,7 @@ export async function admitRun(
   };
   const costMilli = runBaseCostMilli(await currentBillingRules(deps));
   const plan = planForRun.inline(graph, deployment.document_id, inputs);
-  const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, finishBySink: true, ...(plan ? { plan } : {}) };
+  const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, finishBySink: true, ...(plan ? { plan } : {}), ...(callback ? { callback } : {}) };
   const search = searchMetaOf(row, deployment);
   const staticSummary = runSummary(deployment.app_name, formatVersion(versionOfRow(deployment)));
   // The recorded start leaves the inline plan out: a workflow the dispatcher starts loads it by activity.

@@ -220,7 +220,8 @@ export interface DeploymentsTable {
   deleted_at: NullableTimestamp;
 }
 
-export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+/** `waiting`: the run's workflow sleeps on a `wait` or `approval` block (docs/long-runs.md); still open, like `running`. */
+export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
 
 export interface RunsTable {
   id: string;
@@ -378,6 +379,53 @@ export interface ReleaseVersionsTable {
   endpoints: Json;
   created_by: string | null;
   created_at: Timestamp;
+}
+
+/** Migration 2026_11_27_0030: the team's Standard Webhooks secret of run callbacks (shared/app-runs/callbacks). */
+export interface TeamOutboundWebhookSecretsTable {
+  team_id: string;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_expires_at: Date | null;
+  created_at: Timestamp;
+  rotated_at: Timestamp;
+}
+
+export type RunApprovalStatus = 'pending' | 'approved' | 'rejected' | 'timed_out' | 'cancelled';
+
+/** Migration 2026_11_27_0031: an approval block a run reached, and its decision (shared/app-runs/approvals). */
+export interface RunApprovalsTable {
+  id: string;
+  run_id: string;
+  team_id: string;
+  block_id: string;
+  prompt: string;
+  fields: Record<string, unknown> | null;
+  status: Defaulted<RunApprovalStatus>;
+  token_hash: string;
+  data: unknown;
+  comment: string | null;
+  decided_by: string | null;
+  decided_at: Date | null;
+  expires_at: Date;
+  created_at: Timestamp;
+}
+
+export type CallbackDeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** Migration 2026_11_27_0030: a run callback's delivery log, one row per event. */
+export interface RunCallbackDeliveriesTable {
+  run_id: string;
+  event_id: number;
+  type: string;
+  url: string;
+  attempts: Defaulted<number>;
+  status: Defaulted<CallbackDeliveryStatus>;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 /** Per-team LLM provider settings; `api_key_sealed` opens with the secrets key ring (shared/secrets). */
@@ -1008,6 +1056,9 @@ export interface DB {
   release_versions: ReleaseVersionsTable;
   cross_team_bindings: CrossTeamBindingsTable;
   team_llm_providers: TeamLlmProvidersTable;
+  team_outbound_webhook_secrets: TeamOutboundWebhookSecretsTable;
+  run_callback_deliveries: RunCallbackDeliveriesTable;
+  run_approvals: RunApprovalsTable;
   workflow_starts: WorkflowStartsTable;
   hw_skus: HwSkusTable;
   hw_tiers: HwTiersTable;

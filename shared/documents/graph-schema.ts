@@ -21,6 +21,16 @@ const blockConfigs = {
     headers: z.record(z.string(), z.string()).optional(), body: z.unknown().optional(),
   }),
   output: z.object({ value: z.string() }),
+  // Long runs (docs/long-runs.md): the limits that need the site settings are checked by wait-block-rules.ts.
+  wait: z.object({
+    seconds: z.union([z.number().min(0), z.string().min(1)]).optional(),
+    until: z.string().min(1).optional(),
+  }).refine((c) => (c.seconds === undefined) !== (c.until === undefined), { message: 'a wait takes either seconds or until' }),
+  approval: z.object({
+    prompt: z.string({ error: 'an approval needs a prompt' }).trim().min(1, 'an approval needs a prompt'),
+    timeoutSeconds: z.number().int().positive().optional(),
+    fields: z.record(z.string(), z.unknown()).optional(),
+  }),
 } satisfies Record<BlockType, z.ZodType>;
 
 export const blockSchema = z.object({

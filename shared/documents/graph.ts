@@ -5,13 +5,16 @@ import type { BlockConfig, Block, Graph } from './graph-schema.js';
 
 export type { Block, BlockConfig, Edge, Graph } from './graph-schema.js';
 
-export const blockTypes = ['input', 'template', 'condition', 'transform', 'llm', 'http', 'output'] as const;
+export const blockTypes = ['input', 'template', 'condition', 'transform', 'llm', 'http', 'output', 'wait', 'approval'] as const;
 export type BlockType = (typeof blockTypes)[number];
 export const inputValueTypes = ['string', 'number', 'boolean', 'object', 'array', 'pdf', 'file'] as const;
 export type InputValueType = (typeof inputValueTypes)[number];
 
 /** Block types whose events reach the caller's stream and `sessions[]`; the others are internal. */
-export const streamedBlockTypes: ReadonlySet<BlockType> = new Set(['transform', 'llm', 'http', 'output']);
+export const streamedBlockTypes: ReadonlySet<BlockType> = new Set(['transform', 'llm', 'http', 'output', 'wait', 'approval']);
+
+/** Block types that pause the run (docs/long-runs.md): a durable timer, or a person's decision. */
+export const waitingBlockTypes: ReadonlySet<BlockType> = new Set(['wait', 'approval']);
 
 /**
  * A block's config by its type. The run plan's graph has every config parsed with its schema
@@ -53,6 +56,8 @@ export function referencesOf(block: Block): string[] {
       if (typeof c.value === 'string' && isJsonataValue(c.value)) fromJsonata(c.value.slice(1));
       else fromTemplate(c.value);
       break;
+    case 'wait': fromTemplate(c.seconds); fromTemplate(c.until); break;
+    case 'approval': fromTemplate(c.prompt); break;
     case 'input': break;
   }
   return [...roots];

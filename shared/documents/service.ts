@@ -5,6 +5,9 @@ import { newId } from '../ids.js';
 import { deriveApiSchema, graphSchema, validateGraph, type Graph, type GraphProblem } from './graph-schema.js';
 import { formatVersion, versionOfRow } from './versions.js';
 import * as repo from './repository.js';
+import { findSiteSetting } from '../site-settings/repository.js';
+import { resolveSiteSetting } from '../site-settings/schemas.js';
+import { waitBlockProblems, type WaitLimits } from './wait-block-rules.js';
 
 export type Visibility = 'private' | 'public';
 
@@ -53,7 +56,7 @@ function invalidGraph(problems: GraphProblem[], error = 'invalid_graph', lead = 
  * The graph as stored: parsed with the graph format (defaults filled in, unknown fields dropped)
  * and validated. Problems name their block id wherever the offending part belongs to a block.
  */
-export function parseGraph(input: unknown): Graph {
+export function parseGraph(input: unknown, waitLimits?: WaitLimits): Graph {
   const parsed = graphSchema.safeParse(input);
   if (!parsed.success) {
     const blocks = (input as { blocks?: unknown } | null)?.blocks;
@@ -65,13 +68,20 @@ export function parseGraph(input: unknown): Graph {
     }));
   }
   const problems = validateGraph(parsed.data);
+  if (problems.length === 0 && waitLimits) problems.push(...waitBlockProblems(parsed.data, waitLimits));
   if (problems.length > 0) throw invalidGraph(problems);
   return parsed.data;
 }
 
+/** What `wait` and `approval` blocks are checked against when a graph is saved or published: the cap setting and now. */
+export async function waitLimitsOf(db: Database): Promise<WaitLimits> {
+  const stored = await findSiteSetting(db, 'runs.max_wait_seconds');
+  return { maxWaitSeconds: resolveSiteSetting('runs.max_wait_seconds', stored?.value), nowMs: Date.now() };
+}
+
 export async function createDocument(db: Database, caller: AccessCaller, input: { projectId: string; name: string; graph: unknown }): Promise<DocumentView> {
   const project = await requireProject(db, caller, input.projectId);
-  const graph = parseGraph(input.graph);
+  const graph = parseGraph(input.graph, await waitLimitsOf(db));
   const row = await repo.insertDocument(db, {
     id: newId(), project_id: project.id, name: input.name, graph: JSON.stringify(graph),
     created_by: caller.kind === 'operator' ? null : caller.userId,
@@ -91,7 +101,7 @@ export async function getDocument(db: Database, caller: AccessCaller, documentId
 /** A draft may hold block types the engine cannot run yet; publishing refuses them. */
 export async function updateDocument(db: Database, caller: AccessCaller, documentId: string, patch: { name?: string; graph?: unknown }): Promise<DocumentView> {
   const document = await requireDocument(db, caller, documentId, 'member');
-  const graph = patch.graph === undefined ? undefined : parseGraph(patch.graph);
+  const graph = patch.graph === undefined ? undefined : parseGraph(patch.graph, await waitLimitsOf(db));
   const row = await repo.updateDocument(db, document.id, {
     ...(patch.name !== undefined ? { name: patch.name } : {}),
     ...(graph !== undefined ? { graph: JSON.stringify(graph) } : {}),

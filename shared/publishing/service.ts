@@ -3,7 +3,7 @@ import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import * as documents from '../documents/repository.js';
 import { documentNotFound, type AccessCaller } from '../access/service.js';
-import { parseGraph, requireDocument, toDeploymentView, type DeploymentView, type Visibility } from '../documents/service.js';
+import { parseGraph, requireDocument, toDeploymentView, waitLimitsOf, type DeploymentView, type Visibility } from '../documents/service.js';
 import { deriveApiSchema } from '../documents/graph-schema.js';
 import { compareVersions, nextMinorVersion, parseVersion, versionOfRow } from '../documents/versions.js';
 import { AppError } from '../errors.js';
@@ -27,11 +27,12 @@ export async function publishDocument(
     throw new AppError(400, 'invalid_version', `version '${input.version}' must be MAJOR.MINOR, for example 1.0`);
   }
   await requireDocument(db, caller, documentId, 'admin');
+  const waitLimits = await waitLimitsOf(db);
   try {
     const row = await db.transaction().execute(async (trx) => {
       const document = await documents.findActiveDocument(trx, documentId, { forUpdate: true });
       if (!document) throw documentNotFound();
-      const graph = parseGraph(document.graph);
+      const graph = parseGraph(document.graph, waitLimits);
       const versions = (await documents.listAllVersions(trx, document.id)).map(versionOfRow);
       if (requested && versions.some((v) => compareVersions(v, requested) === 0)) throw versionExists(input.version!);
       const version = requested ?? nextMinorVersion(versions);

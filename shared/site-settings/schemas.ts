@@ -27,6 +27,12 @@ export const siteSettingDefinitions = {
     defaults: { maxBytes: 8_388_608 },
   },
   'run.max_timeout_seconds': { schema: z.number().int().positive(), defaults: 300 },
+  /** Long runs (CONTRACTS.md "Long runs"): the longest `wait`, and an `approval`'s default and longest timeout. */
+  'runs.max_wait_seconds': { schema: z.number().int().positive(), defaults: 2_592_000 },
+  /** Runs of one team waiting at once; a run that would wait beyond it fails with `too_many_waiting_runs`. */
+  'runs.max_waiting_per_team': { schema: z.number().int().min(0), defaults: 1000 },
+  /** A run stream without a terminal event is closed after this many seconds (the client resumes with the last event id). */
+  'runs.stream_idle_close_seconds': { schema: z.number().int().positive(), defaults: 300 },
   'webhook_trigger.rate_limit': {
     schema: z.object({ perMinute: z.number().int().positive() }).partial(),
     defaults: { perMinute: 60 },

@@ -37,7 +37,7 @@ describe('search attributes operators filter executions by', () => {
       ['WfTeamId', 'KEYWORD', 't1'], ['WfDeploymentId', 'KEYWORD', 'd1'], ['WfTriggerSource', 'KEYWORD', 'api'],
     ]);
     expect(workflowSearchAttributes({ teamId: 't1', projectId: '' }).map((p) => p.key.name)).toEqual(['WfTeamId']);
-    expect(searchAttributeDefinitions).toEqual(['WfTeamId', 'WfProjectId', 'WfDeploymentId', 'WfDocumentId', 'WfTriggerSource'].map((name) => ({ name, type: 'KEYWORD' })));
+    expect(searchAttributeDefinitions).toEqual(['WfTeamId', 'WfProjectId', 'WfDeploymentId', 'WfDocumentId', 'WfTriggerSource', 'WfWaiting'].map((name) => ({ name, type: 'KEYWORD' })));
   });
 
   it('gives one-line summaries', () => {

@@ -1,14 +1,16 @@
-import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, proxySinks, sleep } from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, proxyActivities, proxyLocalActivities, proxySinks, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { RunPlan } from '../../shared/app-runs/run-plan.js';
 import type { ActivityEvaluationInput, AppRunInput, AppRunResult, AppRunSinks, KeyedRunEvent, RunOutcome } from '../../shared/app-runs/contracts.js';
 import { exceedsClaimThreshold, isClaim, type Claim } from '../../shared/app-runs/claims.js';
 import type { Session } from '../../shared/app-runs/events.js';
-import { streamedBlockTypes, type Block } from '../../shared/documents/graph.js';
+import { streamedBlockTypes, waitingBlockTypes, type Block } from '../../shared/documents/graph.js';
 import { httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalActivity } from '../../temporal/activity-options.js';
 import { WorkflowBudgetExceeded, errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from '../../shared/app-runs/evaluate.js';
 import { initialWalkState, takeReadyBlocks } from '../../shared/app-runs/block-schedule.js';
 import { buildGlobalCtx } from '../../shared/app-runs/trace.js';
+import { deliverRunCallbackEvent } from './callbacks.js';
+import { WaitClock, listenForDecisions, runWaitingBlock, type WaitingBlockRunner } from './waits.js';
 
 const { runHttpBlock } = proxyActivities<Activities>(httpBlockActivity);
 const { runLlmBlock } = proxyActivities<Activities>(llmBlockActivity);
@@ -69,19 +71,23 @@ export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> 
   const { runId } = input;
   const finish = async (outcome: RunOutcome, events: KeyedRunEvent[] = []): Promise<AppRunResult> => {
     // Runs started before `finishBySink` existed end through the local activity, as their histories say.
-    if (!input.finishBySink) {
+    // So does a run with a callback: its terminal event must be stored before its delivery (callbacks.ts).
+    if (!input.finishBySink || input.callback) {
       const { status } = await CancellationScope.nonCancellable(() => finishRun({ runId, outcome, events }));
+      await deliverRunCallbackEvent(runId, input.callback, { terminal: true });
       return { runId, status };
     }
     appRuns.finish({ runId, outcome, events });
     return { runId, status: outcome.status };
   };
 
+  // Registering a handler adds nothing to history: runs that never wait keep theirs as it was.
+  const waits: WaitState = { clock: new WaitClock(), decisions: listenForDecisions() };
   const walkScope = new CancellationScope();
-  const walking = walkScope.run(async () => walkGraph(input, input.plan ?? await loadRunPlan(runId)));
+  const walking = walkScope.run(async () => walkGraph(input, input.plan ?? await loadRunPlan(runId), waits));
   let outcome: WalkResult | typeof TIMED_OUT;
   try {
-    outcome = await raceTimeout(walking, walkScope, input.timeoutSeconds);
+    outcome = await raceTimeout(walking, walkScope, input.timeoutSeconds, waits.clock);
   } catch (error) {
     if (isCancellation(error)) {
       await finish({ status: 'cancelled', error: 'The run was cancelled' });
@@ -95,21 +101,38 @@ export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> 
   return finish(outcome.outcome, outcome.events);
 }
 
-/** The walk's result, or TIMED_OUT (the walk is then cancelled) once `timeoutSeconds` have passed. */
-async function raceTimeout<T>(work: Promise<T>, workScope: CancellationScope, timeoutSeconds: number | null): Promise<T | typeof TIMED_OUT> {
+const PAUSED = Symbol('paused');
+
+/**
+ * The walk's result, or TIMED_OUT (the walk is then cancelled) once `timeoutSeconds` of work have
+ * passed. The time a run waits (a `wait` or `approval` block) does not count: the timer is cancelled
+ * when the first wait begins and started again with what is left when the last one ends. A run
+ * that never waits has the one timer it always had.
+ */
+async function raceTimeout<T>(work: Promise<T>, workScope: CancellationScope, timeoutSeconds: number | null, clock: WaitClock): Promise<T | typeof TIMED_OUT> {
   if (timeoutSeconds === null || !(timeoutSeconds > 0)) return work;
-  const timerScope = new CancellationScope();
-  const timer = timerScope.run(() => sleep(timeoutSeconds * 1000)).then((): typeof TIMED_OUT => TIMED_OUT);
-  try {
-    const first = await Promise.race([work, timer]);
-    if (first === TIMED_OUT) {
-      work.catch(() => undefined);
-      workScope.cancel();
+  let remainingMs = timeoutSeconds * 1000;
+  for (;;) {
+    const timerScope = new CancellationScope();
+    const startedMs = Date.now();
+    const timer = timerScope.run(() => sleep(remainingMs)).then((): typeof TIMED_OUT => TIMED_OUT);
+    // `condition` without a timeout is no command: it is looked at as the workflow's state changes.
+    // Not cancellable: a cancelled run ends through its walk, which settles what it waits on first.
+    const paused = CancellationScope.nonCancellable(() => condition(() => clock.waiting > 0)).then((): typeof PAUSED => PAUSED);
+    try {
+      const first = await Promise.race([work, timer, paused]);
+      if (first === TIMED_OUT) {
+        work.catch(() => undefined);
+        workScope.cancel();
+      }
+      if (first !== PAUSED) return first;
+    } finally {
+      timerScope.cancel();
+      timer.catch(() => undefined);
     }
-    return first;
-  } finally {
-    timerScope.cancel();
-    timer.catch(() => undefined);
+    remainingMs = Math.max(1, remainingMs - (Date.now() - startedMs));
+    const resumed = await Promise.race([work, CancellationScope.nonCancellable(() => condition(() => clock.waiting === 0)).then((): typeof PAUSED => PAUSED)]);
+    if (resumed !== PAUSED) return resumed;
   }
 }
 
@@ -119,13 +142,19 @@ interface WalkResult {
   events: KeyedRunEvent[];
 }
 
+/** What the `wait` and `approval` blocks of a run share (waits.ts). */
+interface WaitState {
+  clock: WaitClock;
+  decisions: WaitingBlockRunner['decisions'];
+}
+
 /**
  * Runs every block once its predecessors have settled; blocks that become ready together run
  * concurrently. Events are appended in one local activity whenever the walk has to wait for a block
  * in flight; the last ones go with the run's final write. A failed block stops further scheduling;
  * the run then fails.
  */
-async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<WalkResult> {
+async function walkGraph(input: AppRunInput, plan: RunPlan, waits: WaitState): Promise<WalkResult> {
   const { graph, inputs } = plan;
   const trigger = inputs._trigger ?? null;
   const state = initialWalkState(graph);
@@ -138,13 +167,20 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<WalkResult>
   // Claims are whole values: large inputs (loadRunPlan) and large outputs. Once there is one, blocks
   // that read values are evaluated by an activity; without any, everything stays in workflow code.
   let claimed = Object.values(inputs).some(isClaim);
+  const waitRunner: WaitingBlockRunner = {
+    runId: input.runId, ...waits,
+    takePending: () => { const events = pending; pending = []; return events; },
+    restorePending: (events) => { pending = [...events, ...pending]; },
+  };
 
   const runBlock = async (block: Block): Promise<void> => {
     const streamed = streamedBlockTypes.has(block.type);
     if (streamed) pending.push({ key: `${block.id}:block_start`, event: { type: 'block_start', blockId: block.id, blockType: block.type } });
     try {
       const pdf = pdfInputSource(block, inputs);
-      const output = block.type === 'llm' || block.type === 'http'
+      const output = waitingBlockTypes.has(block.type)
+        ? await runWaitingBlock(waitRunner, block, context)
+        : block.type === 'llm' || block.type === 'http'
         ? await runIoBlock(input.runId, block, context, inputs, claimed)
         : pdf !== null
           ? (await extractPdfText({ runId: input.runId, blockId: block.id, inputName: block.name || block.id, value: pdf })).text
@@ -160,6 +196,8 @@ async function walkGraph(input: AppRunInput, plan: RunPlan): Promise<WalkResult>
         sessions.push({ blockId: block.id, blockType: block.type, blockName: block.name, status: 'completed', output });
       }
     } catch (error) {
+      // A cancelled wait ends the run as cancelled, not as a failed block.
+      if (waitingBlockTypes.has(block.type) && isCancellation(error)) throw error;
       state.status.set(block.id, 'failed');
       const message = sanitizeError(errorMessage(error));
       pending.push({ key: `${block.id}:block_error`, event: { type: 'block_error', blockId: block.id, error: message } });

@@ -4,8 +4,11 @@ import { z } from 'zod';
 import type { StoredRunEvent } from '../../../shared/app-runs/run-events-repository.js';
 import { ResponseBudget } from '../../../shared/app-runs/response-budget.js';
 import { runResultOf, type RunResult } from '../../../shared/app-runs/run-result.js';
+import { isTerminal } from '../../../shared/app-runs/run-followers.js';
+import { waitingRunAnswer, type WaitingRunAnswer } from '../../../shared/app-runs/waiting-answer.js';
 import type { StartedRun } from '../../../shared/app-runs/run-service.js';
 import { AppError } from '../../../shared/errors.js';
+import { KEEP_ALIVE, keepAliveFrame, withKeepAlive } from './keep-alive.js';
 import type { AppDeps } from '../../deps.js';
 
 // How every route answers a run it started: the JSON result (waited for here, and only here) or a
@@ -44,20 +47,37 @@ async function* runEventsOf(deps: ReplyDeps, reply: FastifyReply, run: StartedRu
  * refused (Temporal down) rejects here with 503 before anything is sent: it was withdrawn and refunded.
  */
 export async function awaitRunResult(deps: ReplyDeps, reply: FastifyReply, run: StartedRun): Promise<RunResult> {
-  await run.started;
-  reply.header('x-run-id', run.runId);
-  let terminal: StoredRunEvent | undefined;
-  for await (const event of runEventsOf(deps, reply, run, true)) terminal = event;
-  return runResultOf(run.runId, run.documentId, terminal);
+  const answer = await awaitRunAnswer(deps, reply, run, { untilWaiting: false });
+  return answer as RunResult;
 }
 
 /**
- * JSON mode: the run result, measured against `run.response_limit`. Over the cap it is 413
+ * The run's result, or — `untilWaiting` — the 202 answer as soon as it begins to wait on a `wait`
+ * or `approval` block (CONTRACTS.md "Long runs": JSON mode does not hold a connection for days).
+ */
+export async function awaitRunAnswer(deps: ReplyDeps, reply: FastifyReply, run: StartedRun, options: { untilWaiting: boolean }): Promise<RunResult | WaitingRunAnswer> {
+  await run.started;
+  reply.header('x-run-id', run.runId);
+  let terminal: StoredRunEvent | undefined;
+  for await (const event of runEventsOf(deps, reply, run, true)) {
+    if (isTerminal(event)) terminal = event;
+    else if (options.untilWaiting && event.type === 'block_waiting') return waitingRunAnswer(run.runId, event);
+  }
+  return runResultOf(run.runId, run.documentId, terminal);
+}
+
+export const isWaitingAnswer = (answer: RunResult | WaitingRunAnswer): answer is WaitingRunAnswer => answer.status === 'waiting';
+
+/**
+ * JSON mode: the run result, measured against `run.response_limit`, or 202 `{ runId, status:
+ * "waiting", waiting, statusUrl, eventsUrl }` once the run begins to wait. Over the cap it is 413
  * `response_too_large` with `runId`, `actualBytes`, `limitBytes` (spec §7.2), in the route
  * family's error envelope.
  */
 export async function replyWithRunResult(deps: ReplyDeps, reply: FastifyReply, run: StartedRun): Promise<FastifyReply> {
-  const json = JSON.stringify(await awaitRunResult(deps, reply, run));
+  const answer = await awaitRunAnswer(deps, reply, run, { untilWaiting: true });
+  if (isWaitingAnswer(answer)) return reply.code(202).type('application/json; charset=utf-8').send(JSON.stringify(answer));
+  const json = JSON.stringify(answer);
   const budget = new ResponseBudget((await deps.settings.get('run.response_limit')).maxBytes);
   if (!budget.add(Buffer.byteLength(json))) {
     const { error, message, ...extra } = budget.tooLargeBody(run.runId);
@@ -76,8 +96,13 @@ export async function replyWithRunStream(deps: ReplyDeps, reply: FastifyReply, r
   const events = runEventsOf(deps, reply, run);
   reply.header('x-run-id', run.runId).header('cache-control', 'no-cache');
   reply.type(format === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+  const keepAlive = await keepAliveOptions(deps);
   return reply.send(Readable.from((async function* () {
-    for await (const event of events) {
+    for await (const event of withKeepAlive(events, keepAlive)) {
+      if (event === KEEP_ALIVE) {
+        yield keepAliveFrame(format);
+        continue;
+      }
       const frame = eventFrame(event, format);
       if (!budget.add(Buffer.byteLength(frame))) {
         const { message, actualBytes, limitBytes } = budget.tooLargeBody(run.runId);
@@ -87,4 +112,9 @@ export async function replyWithRunStream(deps: ReplyDeps, reply: FastifyReply, r
       yield frame;
     }
   })()));
+}
+
+/** A waiting run's stream: a keep-alive every 15 s, closed after `runs.stream_idle_close_seconds` without an event. */
+export async function keepAliveOptions(deps: Pick<AppDeps, 'settings'>): Promise<{ intervalMs: number; idleCloseMs: number }> {
+  return { intervalMs: 15_000, idleCloseMs: (await deps.settings.get('runs.stream_idle_close_seconds')) * 1000 };
 }

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { startAppRun, type RunTarget } from '../../../shared/app-runs/run-service.js';
+import { backgroundRunAnswer, runCallbackBody, runModeField } from '../../../shared/app-runs/callbacks/schemas.js';
 import type { CredentialRunCaller } from '../../../shared/app-runs/run-access.js';
 import { sha256Hex } from '../../../shared/crypto.js';
 import { AppError } from '../../../shared/errors.js';
@@ -16,6 +17,8 @@ const runBody = z.object({
   stream: z.boolean().default(true),
   format: z.enum(['ndjson', 'sse']).default('ndjson'),
   timeout: z.number().positive().optional().describe('seconds; capped by the site setting run.max_timeout_seconds'),
+  mode: runModeField,
+  callback: runCallbackBody.optional(),
 }).loose();
 type RunBody = z.infer<typeof runBody>;
 
@@ -42,12 +45,15 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   async function run(request: FastifyRequest, reply: FastifyReply, by: { deploymentId: string } | { documentId: string }, body: RunBody, trace: boolean) {
     const caller = principalOf(request, 'api-key', 'schedule', 'oauth') as CredentialRunCaller;
     const target: RunTarget = { ...by, version: body.version };
+    const background = body.mode === 'background';
     const run = await startAppRun(runStarter(deps, request), {
-      target, caller, inputs: body.inputs, timeoutSeconds: body.timeout, trace, idempotency: idempotencyOf(request, by, body),
+      target, caller, inputs: body.inputs, timeoutSeconds: body.timeout, trace, idempotency: idempotencyOf(request, by, body), callback: body.callback,
       // A stream is answered at once with run_start and can wait (or be resumed) while Temporal
-      // is away; a JSON caller is told 503 instead (docs/app-runs.md "During an outage").
-      whenEngineDown: body.stream ? 'queue' : 'refuse',
+      // is away; a JSON caller is told 503 instead (docs/app-runs.md "During an outage"). A
+      // background run is recorded and started once Temporal answers, like a stream's.
+      whenEngineDown: body.stream || background ? 'queue' : 'refuse',
     });
+    if (background) return reply.code(202).header('x-run-id', run.runId).send(backgroundRunAnswer(run.runId));
     return body.stream ? replyWithRunStream(deps, reply, run, body.format) : replyWithRunResult(deps, reply, run);
   }
 

@@ -8,7 +8,7 @@ import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 
 const tags = ['runs'];
-const statuses = ['running', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
+const statuses = ['running', 'waiting', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
 
 /** Opaque to callers: base64url of `<created_at with µs>|<run id>` of the page's last run. */
 export const encodeRunCursor = (row: Pick<RunListRow, 'created_at_exact' | 'id'>): string =>

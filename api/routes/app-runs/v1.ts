@@ -2,10 +2,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiSchemaField } from '../../../shared/documents/graph.js';
 import { startAppRun } from '../../../shared/app-runs/run-service.js';
+import { backgroundRunAnswer, backgroundRunView, runCallbackBody, runModeField } from '../../../shared/app-runs/callbacks/schemas.js';
 import { getTeamRun, listTeamWorkflowRuns, listTeamWorkflows, outputOf } from '../../../shared/app-runs/v1-service.js';
 import type { AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
-import { awaitRunResult } from './run-reply.js';
+import { awaitRunAnswer, isWaitingAnswer } from './run-reply.js';
+import { waitingRunView } from '../../../shared/app-runs/waiting-answer.js';
 import { RUN_BODY_CEILING_BYTES, checkRunBodySizeBeforeParsing, runStarter } from './run-route-kit.js';
 
 const runView = z.object({ id: z.string(), status: z.string(), output: z.unknown(), error: z.string().nullable().optional() });
@@ -32,20 +34,25 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     schema: {
       tags: ['v1'], summary: 'Run the newest deployment of a workflow with one text input',
       params: z.object({ id: z.uuid() }),
-      body: z.object({ input: z.string() }),
-      response: { 200: runView },
+      body: z.object({ input: z.string(), mode: runModeField, callback: runCallbackBody.optional() }),
+      response: { 200: runView, 202: z.union([backgroundRunView, waitingRunView]) },
     },
   }, async (request, reply) => {
     const caller = principalOf(request, 'api-key');
+    const background = request.body.mode === 'background';
     const run = await startAppRun(runStarter(deps, request), {
-      target: { documentId: request.params.id }, caller,
+      target: { documentId: request.params.id }, caller, callback: request.body.callback,
+      ...(background ? { whenEngineDown: 'queue' as const } : {}),
       // The one text goes to the app's only input when it has exactly one; otherwise to an input named `input`.
       inputs: (deployment) => {
         const fields = (deployment.api_schema as { inputs: ApiSchemaField[] }).inputs;
         return { [fields.length === 1 ? fields[0]!.name : 'input']: request.body.input };
       },
     });
-    const result = await awaitRunResult(deps, reply, run);
+    if (background) return reply.code(202).header('x-run-id', run.runId).send(backgroundRunAnswer(run.runId));
+    const result = await awaitRunAnswer(deps, reply, run, { untilWaiting: true });
+    // A run that begins to wait answers as in JSON mode (docs/long-runs.md): 202 with where to follow it.
+    if (isWaitingAnswer(result)) return reply.code(202).send(result);
     return { id: run.runId, status: result.status, output: outputOf(result), error: result.status === 'completed' ? null : String(result.error) };
   });
 

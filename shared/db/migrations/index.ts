@@ -28,6 +28,8 @@ import * as agentManagement from './2026_11_27_0026_agent_management.js';
 import * as storageBanners from './2026_11_27_0027_storage_banners.js';
 import * as realtimePublication from './2026_11_27_0028_realtime_publication.js';
 import * as oauthClientRemoval from './2026_11_27_0029_oauth_client_removal.js';
+import * as runCallbacks from './2026_11_27_0030_run_callbacks.js';
+import * as runWaits from './2026_11_27_0031_run_waits.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -63,4 +65,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0027_storage_banners': storageBanners,
   '2026_11_27_0028_realtime_publication': realtimePublication,
   '2026_11_27_0029_oauth_client_removal': oauthClientRemoval,
+  '2026_11_27_0030_run_callbacks': runCallbacks,
+  '2026_11_27_0031_run_waits': runWaits,
 };

@@ -1,0 +1,36 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { decideApproval } from '../../../shared/app-runs/approvals/decide.js';
+import { requireVisibleRun } from '../../../shared/app-runs/run-access.js';
+import { AppError } from '../../../shared/errors.js';
+import type { AppDeps } from '../../deps.js';
+import { principalOf } from '../../plugins/auth.js';
+
+// Deciding an `approval` block by the run's team (CONTRACTS.md "Long runs", docs/long-runs.md).
+// The single-use link for people without an account is approval-link.ts.
+
+export const decisionBody = z.object({
+  approved: z.boolean(),
+  data: z.record(z.string(), z.unknown()).optional().describe('checked against the approval block\'s `fields` (400 invalid_body)'),
+  comment: z.string().max(2000).optional(),
+});
+
+export const approvalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  app.post('/api/runs/:runId/approvals/:blockId', {
+    config: { access: 'runFollowUp' },
+    schema: {
+      tags: ['app-runs'],
+      summary: 'Approve or reject a run waiting on an approval block (members of the run\'s team, its API keys)',
+      params: z.object({ runId: z.uuid(), blockId: z.string().min(1).max(200) }),
+      body: decisionBody,
+      response: { 200: z.object({ runId: z.string(), blockId: z.string(), approved: z.boolean() }) },
+    },
+  }, async (request) => {
+    const principal = principalOf(request);
+    // Following a run is open to its OAuth and schedule callers too; deciding is for the team's people and keys.
+    if (principal.kind !== 'jwt' && principal.kind !== 'api-key') throw new AppError(403, 'Only members of the run\'s team and its API keys decide approvals');
+    const run = await requireVisibleRun(deps.db, request.params.runId, principal);
+    const decidedBy = principal.kind === 'jwt' ? `user:${principal.userId}` : `api-key:${principal.apiKeyId}`;
+    return decideApproval(deps.db, deps.temporal.client, { runId: run.id, blockId: request.params.blockId }, { ...request.body, decidedBy });
+  });
+};

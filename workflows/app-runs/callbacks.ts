@@ -1,0 +1,35 @@
+import { CancellationScope, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../../activities/index.js';
+import type { RunCallback } from '../../shared/app-runs/callbacks/schemas.js';
+import type { CallbackDeliveryInput } from '../../shared/app-runs/contracts.js';
+import { callbackDeliveryActivity, databaseActivity } from '../../temporal/activity-options.js';
+
+const { deliverRunCallback } = proxyActivities<Activities>(callbackDeliveryActivity);
+const { markRunCallbackFailed } = proxyActivities<Activities>(databaseActivity);
+
+// Run callbacks (docs/long-runs.md "Background runs and callbacks") as activities of the run's own
+// workflow: durable (a restart of anything loses no delivery), and in order, as each one is
+// awaited before the run goes on. Only runs with a callback reach this code, so a run without
+// one keeps its history exactly as it was.
+
+const TERMINAL_TYPES = ['run_complete', 'run_error'];
+
+/**
+ * Delivers one stored event of the run (retried for 24 h); one that cannot be delivered is logged
+ * `failed` and the run goes on. Not cancellable: a cancelled run still reports its end.
+ */
+export async function deliverRunCallbackEvent(runId: string, callback: RunCallback | undefined, event: CallbackDeliveryInput['event']): Promise<void> {
+  if (!callback) return;
+  // Nothing to deliver: no activity, no history.
+  if ('terminal' in event && !callback.events.some((type) => TERMINAL_TYPES.includes(type))) return;
+  if ('key' in event && !callback.events.some((type) => event.key.endsWith(`:${type}`) || event.key === type)) return;
+  const input: CallbackDeliveryInput = { runId, callback, event };
+  await CancellationScope.nonCancellable(async () => {
+    try {
+      await deliverRunCallback(input);
+    } catch (error) {
+      const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+      await markRunCallbackFailed({ ...input, error: String(cause) });
+    }
+  });
+}
