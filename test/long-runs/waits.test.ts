@@ -70,7 +70,7 @@ describe('runs that wait: wait and approval blocks', () => {
   const runRow = (runId: string) => stack.db.selectFrom('runs').select(['status', 'error']).where('id', '=', runId).executeTakeFirstOrThrow();
   const approvalRow = (runId: string) => stack.db.selectFrom('run_approvals').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
   const events = async (runId: string) => (await stack.db.selectFrom('run_events').select(['type', 'payload']).where('run_id', '=', runId).orderBy('id').execute())
-    .map((e) => ({ type: e.type, ...(e.payload as Json) }));
+    .map((e): Json & { type: string } => ({ type: e.type, ...(e.payload as Json) }));
   const ended = (runId: string) => until(async () => {
     const row = await runRow(runId);
     return row.status !== 'running' && row.status !== 'waiting' ? row : null;

@@ -48,7 +48,8 @@ export async function decideApproval(db: Database, client: Client, target: Appro
     const row = await query.forUpdate().executeTakeFirst();
     if (!row || row.status !== 'pending' || !row.live) throw refused();
 
-    const problems = dataProblems(row.fields, decision.data ?? {});
+    // An approval's data must match `fields` (no data is checked as `{}`); a rejection is checked only when it brings data.
+    const problems = decision.approved || decision.data !== undefined ? dataProblems(row.fields, decision.data ?? {}) : [];
     if (problems.length > 0) throw new AppError(400, 'invalid_body', `data does not match the approval's fields: ${problems.join('; ')}`, { details: problems });
 
     const decided = await trx.updateTable('run_approvals').set({
