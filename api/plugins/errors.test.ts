@@ -29,6 +29,10 @@ async function appWithFamilies(logger: { level: string; stream: Writable } | fal
   });
   app.get('/busy', async () => { throw new AppError(429, 'rate_limited', 'Too many calls', {}, { 'retry-after': '7' }); });
   app.post('/validated', { schema: { body: z.object({ name: z.string().min(1), count: z.number().int() }) } }, async () => ({ ok: true }));
+  await app.register(async (scoped) => {
+    useErrorEnvelope(scoped, 'public');
+    scoped.post('/public/validated', { schema: { body: z.object({ name: z.string().min(1) }) } }, async () => ({ ok: true }));
+  });
   return app;
 }
 
@@ -67,6 +71,19 @@ describe('one error handler, one envelope per route family (spec §7.1)', () => 
     const res = await app.inject({ method: 'GET', url: '/boom' });
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ error: 'internal_error', message: 'Internal server error' });
+  });
+
+  it('the public family says INVALID_REQUEST (§7.6) for a malformed JSON body and for a field that fails its schema', async () => {
+    const app = await appWithFamilies();
+    const malformed = await app.inject({ method: 'POST', url: '/public/validated', headers: { 'content-type': 'application/json' }, payload: '{"name":' });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json()).toEqual({ success: false, error: { code: 'INVALID_REQUEST', message: expect.stringMatching(/^Malformed JSON body: /) } });
+    const invalid = await app.inject({ method: 'POST', url: '/public/validated', payload: { name: '' } });
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json()).toEqual({ success: false, error: { code: 'INVALID_REQUEST', message: expect.stringMatching(/^body\.name: /) } });
+    // Elsewhere the generic codes stay as they were.
+    const standard = await app.inject({ method: 'POST', url: '/validated', headers: { 'content-type': 'application/json' }, payload: '{"name":' });
+    expect([standard.statusCode, standard.json().error]).toEqual([400, 'invalid_json']);
   });
 
   it('a schema violation is a 400 listing each field', async () => {

@@ -67,11 +67,19 @@ function toProblem(error: FastifyError | AppError | Error): Problem {
   return { status: status >= 500 && status < 600 ? status : 500, error: 'internal_error', message: 'Internal server error', extra: {} };
 }
 
-/** A body that is not JSON, in the words of a family whose spec names it (§7.7: connectors say `invalid_body`). */
-const malformedBodyCode: Partial<Record<ErrorEnvelope, string>> = { connectors: 'invalid_body' };
+/**
+ * The generic request codes in the words of a family whose spec names them: connectors say
+ * `invalid_body` for a body that is not JSON (§7.7); the public family's codes are upper case and a
+ * bad request there is `INVALID_REQUEST` (§7.6, §4.7), whether its JSON is malformed or a field fails.
+ */
+const familyCodes: Partial<Record<ErrorEnvelope, Partial<Record<string, string>>>> = {
+  connectors: { invalid_json: 'invalid_body' },
+  public: { invalid_json: 'INVALID_REQUEST', invalid_request: 'INVALID_REQUEST' },
+};
 
 function send(reply: FastifyReply, envelope: ErrorEnvelope, problem: Problem) {
-  const p = problem.error === 'invalid_json' && malformedBodyCode[envelope] ? { ...problem, error: malformedBodyCode[envelope] } : problem;
+  const familyCode = familyCodes[envelope]?.[problem.error];
+  const p = familyCode ? { ...problem, error: familyCode } : problem;
   reply.code(p.status);
   if (p.headers) reply.headers(p.headers);
   // A route that failed after choosing a stream type (an event stream whose first read found the

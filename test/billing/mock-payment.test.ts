@@ -167,6 +167,17 @@ describe('/mock-payment/pay and /mock-payment/callback', () => {
     expect(await fx.snapshot()).toEqual(before);
   });
 
+  it('400 INVALID_REQUEST, in the public envelope like every other bad body, for a body that is not JSON; nothing changes', async () => {
+    const order = await fx.order({ provider: 'mock' });
+    const before = await fx.snapshot();
+    for (const payload of [`{"provider_order_id":"${order.providerOrderId}","status":"success"`, 'not json', '']) {
+      const res = await stack.app.inject({ method: 'POST', url: '/mock-payment/callback', headers: { 'content-type': 'application/json' }, payload });
+      expect([JSON.stringify(payload), res.statusCode]).toEqual([JSON.stringify(payload), 400]);
+      expect(res.json()).toEqual({ success: false, error: { code: 'INVALID_REQUEST', message: expect.stringMatching(/^Malformed JSON body: /) } });
+    }
+    expect(await fx.snapshot()).toEqual(before);
+  });
+
   it('with NODE_ENV=production both paths are 404 and a callback pays nothing', async () => {
     const order = await fx.order({ provider: 'mock' });
     const production = await buildApp({ ...stack.deps, config: { ...stack.config, NODE_ENV: 'production' } }, { logger: false });

@@ -193,8 +193,8 @@ describe('friend codes (spec §4.9 rules 1-3, §2.14, §2.15, §3.7, §7.5)', ()
     for (const friendSharePercent of [15, 0, 110, 25.5, -10]) {
       await expectRefused({ sourceOrderNo, friendSharePercent }, buyer.headers, 400, 'INVALID_SHARE_PERCENT');
     }
-    await expectRefused({ sourceOrderNo, friendSharePercent: '30' }, buyer.headers, 400, 'invalid_request');
-    await expectRefused({ sourceOrderNo, friendSharePercent: 30, tagline: 'x'.repeat(61) }, buyer.headers, 400, 'invalid_request');
+    await expectRefused({ sourceOrderNo, friendSharePercent: '30' }, buyer.headers, 400, 'INVALID_REQUEST');
+    await expectRefused({ sourceOrderNo, friendSharePercent: 30, tagline: 'x'.repeat(61) }, buyer.headers, 400, 'INVALID_REQUEST');
   });
 
   it('refuses an unpaid, refunded or discount-free source order, and a discount that is not a whole yuan', async () => {

@@ -154,7 +154,7 @@ describe('phone login: /auth/phone/send-otp, /auth/phone/verify, /my/phone/bind'
     }
     const missing = await post('/auth/phone/send-otp', {});
     expect(missing.statusCode).toBe(400);
-    expect(missing.json()).toMatchObject({ success: false, error: { code: 'invalid_request' } });
+    expect(missing.json()).toMatchObject({ success: false, error: { code: 'INVALID_REQUEST' } }); // the public family's code (spec §7.6), not the generic lower-case one
     expect(await dbState(phone)).toEqual(before);
     expect(await stack.db.selectFrom('phone_otps').select('id').where('phone', 'in', ['13800138000', '+0123456789', 'phone']).execute()).toEqual([]);
   });

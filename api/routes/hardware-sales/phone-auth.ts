@@ -8,7 +8,7 @@ import { principalOf } from '../../plugins/auth.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 
 // `phone` is a plain string in the schemas so that a malformed number is the spec's 400
-// `INVALID_PHONE` (service `parsePhone`), not the generic `invalid_request` of a schema miss.
+// `INVALID_PHONE` (service `parsePhone`), not the generic `INVALID_REQUEST` of a schema miss.
 const phoneField = z.string().max(64).describe('E.164, e.g. +8613800138000');
 const codeField = z.string().max(32).describe('the 6-digit code from the SMS');
 const langField = z.string().max(35).optional().describe('`zh` (default) or `en`: the SMS text and the names of what login creates');
