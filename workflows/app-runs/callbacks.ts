@@ -33,3 +33,25 @@ export async function deliverRunCallbackEvent(runId: string, callback: RunCallba
     }
   });
 }
+
+/**
+ * The run's callback deliveries in order: each one starts after the one before it has been
+ * delivered or given up, while the run goes on (a receiver that is down does not hold up a wait's
+ * timer). The terminal event is delivered after all of them (`drained`).
+ */
+export class CallbackQueue {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly runId: string, private readonly callback: RunCallback | undefined) {}
+
+  /** A stored event of the run, by its key (e.g. `<blockId>:block_waiting`). */
+  enqueue(key: string): void {
+    const { runId, callback } = this;
+    if (!callback) return;
+    this.chain = this.chain.then(() => deliverRunCallbackEvent(runId, callback, { key })).catch(() => undefined);
+  }
+
+  drained(): Promise<void> {
+    return this.chain;
+  }
+}

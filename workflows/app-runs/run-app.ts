@@ -9,7 +9,7 @@ import { httpBlockActivity, llmBlockActivity, pdfInputActivity, runEventsLocalAc
 import { WorkflowBudgetExceeded, errorMessage, evaluateBlock, pdfInputSource, resolveIoBlock, sanitizeError, type EvaluationContext, type IoBlockCall } from '../../shared/app-runs/evaluate.js';
 import { initialWalkState, takeReadyBlocks } from '../../shared/app-runs/block-schedule.js';
 import { buildGlobalCtx } from '../../shared/app-runs/trace.js';
-import { deliverRunCallbackEvent } from './callbacks.js';
+import { CallbackQueue, deliverRunCallbackEvent } from './callbacks.js';
 import { WaitClock, listenForDecisions, runWaitingBlock, type WaitingBlockRunner } from './waits.js';
 
 const { runHttpBlock } = proxyActivities<Activities>(httpBlockActivity);
@@ -69,11 +69,13 @@ const TIMED_OUT = Symbol('timed out');
  */
 export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> {
   const { runId } = input;
+  const callbacks = new CallbackQueue(runId, input.callback);
   const finish = async (outcome: RunOutcome, events: KeyedRunEvent[] = []): Promise<AppRunResult> => {
     // Runs started before `finishBySink` existed end through the local activity, as their histories say.
     // So does a run with a callback: its terminal event must be stored before its delivery (callbacks.ts).
     if (!input.finishBySink || input.callback) {
       const { status } = await CancellationScope.nonCancellable(() => finishRun({ runId, outcome, events }));
+      await callbacks.drained();
       await deliverRunCallbackEvent(runId, input.callback, { terminal: true });
       return { runId, status };
     }
@@ -82,7 +84,7 @@ export async function appRunWorkflow(input: AppRunInput): Promise<AppRunResult> 
   };
 
   // Registering a handler adds nothing to history: runs that never wait keep theirs as it was.
-  const waits: WaitState = { clock: new WaitClock(), decisions: listenForDecisions() };
+  const waits: WaitState = { clock: new WaitClock(), decisions: listenForDecisions(), callbacks };
   const walkScope = new CancellationScope();
   const walking = walkScope.run(async () => walkGraph(input, input.plan ?? await loadRunPlan(runId), waits));
   let outcome: WalkResult | typeof TIMED_OUT;
@@ -146,6 +148,7 @@ interface WalkResult {
 interface WaitState {
   clock: WaitClock;
   decisions: WaitingBlockRunner['decisions'];
+  callbacks: CallbackQueue;
 }
 
 /**
@@ -168,7 +171,8 @@ async function walkGraph(input: AppRunInput, plan: RunPlan, waits: WaitState): P
   // that read values are evaluated by an activity; without any, everything stays in workflow code.
   let claimed = Object.values(inputs).some(isClaim);
   const waitRunner: WaitingBlockRunner = {
-    runId: input.runId, ...waits,
+    runId: input.runId, clock: waits.clock, decisions: waits.decisions,
+    waitingWritten: (key) => waits.callbacks.enqueue(key),
     takePending: () => { const events = pending; pending = []; return events; },
     restorePending: (events) => { pending = [...events, ...pending]; },
   };

@@ -37,6 +37,8 @@ export interface WaitingBlockRunner {
   takePending(): KeyedRunEvent[];
   /** Gives back events that were not written (the block did not wait). */
   restorePending(events: KeyedRunEvent[]): void;
+  /** Its `block_waiting` was written: the run's callback may want it (callbacks.ts). */
+  waitingWritten(key: string): void;
 }
 
 const asText = (value: unknown): string => (typeof value === 'string' ? value : value === null || value === undefined ? '' : JSON.stringify(value));
@@ -67,6 +69,7 @@ export async function runWaitingBlock(runner: WaitingBlockRunner, block: Block, 
     return { waitedSeconds: 0 };
   }
 
+  runner.waitingWritten(`${block.id}:block_waiting`);
   beginWaiting(runner.clock, block.type);
   try {
     if (block.type === 'wait') {
