@@ -21,6 +21,7 @@ export const TEST_DEPENDENCIES: readonly TestDependency[] = [
   { binary: '/usr/bin/redis-server', aptPackage: 'redis-server', usedBy: 'the release rate-limit tests (test/harness/redis.ts)' },
   { binary: '/usr/bin/curl', aptPackage: 'curl', usedBy: 'the board download tests: `curl --range` and a resumed `curl -C -` (test/public-config/)' },
   { binary: '/usr/sbin/dovecot', aptPackage: 'dovecot-imapd', usedBy: 'the connector tests (test/harness/dovecot.ts)' },
+  { binary: '/usr/sbin/nginx', aptPackage: 'nginx', usedBy: 'npm run topology and its test (nginx in front of the APIs; test/platform/topology.test.ts)' },
 ];
 
 const APT_GET = '/usr/bin/apt-get';

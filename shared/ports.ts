@@ -22,6 +22,18 @@ export function isPortFree(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * A free port in [min, max], tried at random: for servers that store their port in a narrower type
+ * than the kernel's ephemeral range allows (Temporal keeps a cluster member's port as SMALLINT).
+ */
+export async function findFreePortInRange(min: number, max: number, attempts = 200): Promise<number> {
+  for (let i = 0; i < attempts; i++) {
+    const port = min + Math.floor(Math.random() * (max - min + 1));
+    if (await isPortFree(port)) return port;
+  }
+  throw new Error(`no free port between ${min} and ${max} after ${attempts} tries`);
+}
+
 /** Resolves once something accepts TCP connections on host:port, or rejects after `timeoutMs`. */
 export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

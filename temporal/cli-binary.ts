@@ -1,18 +1,16 @@
-import { execFile } from 'node:child_process';
-import { accessSync, constants, existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
+import { buildGoProgram, findOnPath, goProgramDir, isExecutable, type GoProgram } from './go-build-cache.js';
 
-const execFileAsync = promisify(execFile);
-
-/** v1.5.1 is the newest tag `go install` accepts: later tags carry a `replace` directive it refuses. */
+/**
+ * v1.5.1 is the newest tag that builds from the module proxy: later tags (up to v1.9.1) replace
+ * `github.com/temporalio/cli/cliext` with a folder of the repository that the module's zip leaves
+ * out, and that module is not served on its own (docs/decisions.md "Temporal versions").
+ */
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
+const temporalCliProgram: GoProgram = { targets: [TEMPORAL_CLI_MODULE], binaries: ['temporal'], cacheName: 'temporal-cli-v1.5.1' };
+
 /** Outside the repository so every clone, CI run and later session on this machine reuses the build. */
-export const temporalCliCacheDir = (): string =>
-  path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'workflow-app-service', 'temporal-cli-v1.5.1');
+export const temporalCliCacheDir = (): string => goProgramDir(temporalCliProgram);
 
 export type TemporalCliSource =
   | { kind: 'binary'; path: string; origin: 'TEMPORAL_CLI_PATH' | 'PATH' | 'go-install-cache' }
@@ -25,24 +23,6 @@ export const noTemporalMessage = [
   `  3. Go on PATH, so the CLI can be built with \`go install ${TEMPORAL_CLI_MODULE}\` (cached in ${temporalCliCacheDir()}),`,
   '     or internet access for the @temporalio/testing download.',
 ].join('\n');
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return null;
-}
 
 /**
  * Finds the Temporal CLI in the documented order: TEMPORAL_CLI_PATH; `temporal` on PATH; a cached
@@ -57,23 +37,7 @@ export async function resolveTemporalCli(log: (line: string) => void = () => {})
   const onPath = findOnPath('temporal');
   if (onPath) return { kind: 'binary', path: onPath, origin: 'PATH' };
 
-  const cacheDir = temporalCliCacheDir();
-  const cached = path.join(cacheDir, 'temporal');
-  if (isExecutable(cached)) return { kind: 'binary', path: cached, origin: 'go-install-cache' };
-
-  const go = findOnPath('go');
-  if (go) {
-    log(`Building the Temporal CLI once with \`go install ${TEMPORAL_CLI_MODULE}\` (a few minutes; cached in ${cacheDir})`);
-    await mkdir(cacheDir, { recursive: true });
-    try {
-      await execFileAsync(go, ['install', TEMPORAL_CLI_MODULE], {
-        env: { ...process.env, GOBIN: cacheDir, CGO_ENABLED: process.env.CGO_ENABLED ?? '0' },
-        maxBuffer: 16 * 1024 * 1024,
-      });
-    } catch (error) {
-      log(`go install failed: ${(error as Error).message.split('\n').slice(0, 5).join(' ')}`);
-    }
-    if (existsSync(cached)) return { kind: 'binary', path: cached, origin: 'go-install-cache' };
-  }
+  const built = await buildGoProgram(temporalCliProgram, log);
+  if (built) return { kind: 'binary', path: built.temporal!, origin: 'go-install-cache' };
   return { kind: 'sdk-download' };
 }

@@ -46,6 +46,13 @@ if (only('data-api')) {
   process.exit(0);
 }
 
+// `npm run bench -- --only topology`: the production layout's capacity (issue 43), 1 + 1 and 2 + 2 behind nginx.
+if (only('topology')) {
+  const { runTopologyBenchAlone } = await import('./topology.js');
+  await runTopologyBenchAlone();
+  process.exit(0);
+}
+
 // Realtime (issue 37) and run streams at its scale: on a PostgreSQL of its own; `--only realtime` runs it alone.
 if (only('realtime') || !process.argv.includes('--only')) { const realtime = await import('./realtime.js'); await realtime.runRealtimeBenchAlone(); if (only('realtime')) process.exit(0); }
 

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { findFreePort } from '../../shared/ports.js';
 import { processTreeCpuMs } from './cpu.js';
+import { measureEngineFloor, type EngineFloor } from './engine-floor.js';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
@@ -50,6 +51,8 @@ export interface StartedService {
   target: LoadTarget;
   /** The same app behind its webhook trigger (spec §4.2), where the service has one. */
   webhookTarget?(): Promise<LoadTarget>;
+  /** The engine's floor on this service's own Temporal server (scripts/bench/engine-floor.ts). */
+  engineFloor?(options: { connections: number; warmupSeconds: number; seconds: number }): Promise<EngineFloor>;
   cpu(): CpuSnapshot;
   stop(): Promise<void>;
 }
@@ -78,7 +81,7 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<S
     throw new Error(`npm start did not get ready:\n${output.slice(-3000)}`);
   }
   const runtime = JSON.parse(await readFile(path.join(dataDir, 'runtime.json'), 'utf8')) as {
-    pid: number; apiUrl: string; demo: { apiKey: string; documentId: string; deploymentId: string };
+    pid: number; apiUrl: string; temporalAddress: string; demo: { apiKey: string; documentId: string; deploymentId: string };
     children: { postgres: number | null; temporal: number | null; worker: number | null };
   };
   const cpu = (): CpuSnapshot => {
@@ -98,6 +101,7 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<S
       body: JSON.stringify({ inputs: { name: 'Ada', n: 21 }, stream: false }),
     },
     cpu,
+    engineFloor: (options) => measureEngineFloor({ ...options, temporalAddress: runtime.temporalAddress, temporalCpuMs: () => cpu().Temporal ?? 0 }),
     async webhookTarget() {
       // The trigger's call budget (60 a minute by default) would refuse a load: raise it, as an operator would.
       await promisify(execFile)('npm', ['run', '--silent', 'cli', '--', 'settings', 'set', '--key', 'webhook_trigger.rate_limit', '--value', '{"perMinute":100000000}'], { cwd: repoRoot, env: childEnv });
@@ -131,6 +135,8 @@ export interface LoadFigures {
   sequentialP50: number;
   /** Runs/s through the app's webhook trigger, same load, where the service has one. */
   webhookRunsPerSecond: number | null;
+  /** A no-op workflow on the same Temporal server, same concurrency and duration. */
+  engineFloor: EngineFloor | null;
 }
 
 /** 50 connections (a warm-up, then the timed run, CPU read around it) and the sequential JSON latency. */
@@ -149,7 +155,11 @@ export async function measureService(service: StartedService, options = { connec
     if (load.non2xx + load.errors + load.timeouts > 0) throw new Error(`webhook trigger: ${load.non2xx} non-2xx, ${load.errors} errors, ${load.timeouts} timeouts`);
     webhookRunsPerSecond = load.requests.total / load.duration;
   }
+  const engineFloor = service.engineFloor
+    ? await service.engineFloor({ connections: options.connections, warmupSeconds: options.warmupSeconds, seconds: options.seconds })
+    : null;
   return {
+    engineFloor,
     runsPerSecond: load.requests.total / load.duration,
     p50: load.latency.p50, p99: load.latency.p99,
     failed: load.non2xx + load.errors + load.timeouts,

@@ -1,23 +1,27 @@
 // The kill loop: SIGKILL one supervised child (no chance to clean up, like a crash or an OOM kill),
 // wait until the supervisor has brought it back (a new pid in runtime.json) and the API is ready
 // again, then pause a random 1–6 s so the next kill lands at another point of the runs in flight.
-import { between, KILL_TARGETS, type KillTarget, type Rng } from './random.js';
+import type { ChaosLayout } from './layout.js';
+import { between, pick, type KillTarget, type Rng } from './random.js';
 import { isReady, type ChaosStack } from './stack.js';
 import { ChaosTimeout, sleep, until } from './timing.js';
 
 export interface KillRecord {
   target: KillTarget;
+  /** The child killed: the target itself, or one of its children (`api-2` for `api`). */
+  child: string;
   pid: number;
   at: number;
   /** From the kill until a new pid is published and /readyz answers 200; null when it did not heal in time. */
   healMs: number | null;
-  /** Other children that were restarted meanwhile (they died with the one we killed). */
+  /** Targets of other children that were restarted meanwhile (they died with the one we killed). */
   collateral: KillTarget[];
   error?: string;
 }
 
 export interface KillLoopOptions {
   stack: ChaosStack;
+  layout: ChaosLayout;
   plan: KillTarget[];
   rng: Rng;
   pauseMs: [number, number];
@@ -25,15 +29,15 @@ export interface KillLoopOptions {
   log(line: string): void;
 }
 
-type Pids = Record<KillTarget, number | null>;
+type Pids = Record<string, number | null>;
 
 /**
  * The pids once the stack is whole again: the killed child has a pid other than `killed`, every
  * other child has one too (a kill can take another child down with it), and the API is ready.
  */
-async function healed(stack: ChaosStack, target: KillTarget, killed: number | null): Promise<Pids | undefined> {
+async function healed(stack: ChaosStack, child: string | null, killed: number | null): Promise<Pids | undefined> {
   const pids = (await stack.runtime()).children;
-  if (pids[target] === killed || KILL_TARGETS.some((t) => pids[t] === null)) return undefined;
+  if ((child && pids[child] === killed) || Object.values(pids).some((pid) => pid === null)) return undefined;
   return (await isReady(stack.info.apiUrl)) ? pids : undefined;
 }
 
@@ -46,9 +50,10 @@ export async function runKillLoop(options: KillLoopOptions, kills: KillRecord[])
   for (const [index, target] of options.plan.entries()) {
     if (stack.exited) throw new Error(`the stack exited during the run (${JSON.stringify(stack.exited)}); see ${stack.logFile}`);
     // Normally whole already (we waited for it after the previous kill); bounded all the same.
-    const before = await until(() => healed(stack, target, null), options.healTimeoutMs, `stack whole before kill ${index + 1}`, 100);
-    const pid = before[target]!;
-    const record: KillRecord = { target, pid, at: Date.now(), healMs: null, collateral: [] };
+    const before = await until(() => healed(stack, null, null), options.healTimeoutMs, `stack whole before kill ${index + 1}`, 100);
+    const child = pick(options.rng, options.layout.targets[target]!);
+    const pid = before[child]!;
+    const record: KillRecord = { target, child, pid, at: Date.now(), healMs: null, collateral: [] };
     kills.push(record);
     try {
       process.kill(pid, 'SIGKILL');
@@ -57,18 +62,19 @@ export async function runKillLoop(options: KillLoopOptions, kills: KillRecord[])
       throw new Error(record.error, { cause: error });
     }
     try {
-      const after = await until(() => healed(stack, target, pid), options.healTimeoutMs, `${target} back after kill ${index + 1}`, 100);
+      const after = await until(() => healed(stack, child, pid), options.healTimeoutMs, `${child} back after kill ${index + 1}`, 100);
       record.healMs = Date.now() - record.at;
-      record.collateral = KILL_TARGETS.filter((t) => t !== target && after[t] !== before[t]);
+      const restarted = Object.keys(after).filter((name) => name !== child && after[name] !== before[name]);
+      record.collateral = Object.keys(options.layout.targets).filter((t) => options.layout.targets[t]!.some((name) => restarted.includes(name)));
     } catch (error) {
       record.error = (error as Error).message;
-      log(`kill ${index + 1}/${options.plan.length}: ${target} (pid ${pid}) did not heal: ${record.error}`);
+      log(`kill ${index + 1}/${options.plan.length}: ${child} (pid ${pid}) did not heal: ${record.error}`);
       if (error instanceof ChaosTimeout) break;
       throw error;
     }
     const pause = between(options.rng, options.pauseMs[0], options.pauseMs[1]);
     const also = record.collateral.length ? ` (${record.collateral.join(', ')} restarted too)` : '';
-    log(`kill ${index + 1}/${options.plan.length}: ${target} (pid ${pid}) healed in ${(record.healMs / 1000).toFixed(1)} s${also}; next in ${(pause / 1000).toFixed(1)} s`);
+    log(`kill ${index + 1}/${options.plan.length}: ${child} (pid ${pid}) healed in ${(record.healMs / 1000).toFixed(1)} s${also}; next in ${(pause / 1000).toFixed(1)} s`);
     if (index < options.plan.length - 1) await sleep(pause);
   }
 }

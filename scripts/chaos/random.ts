@@ -24,18 +24,18 @@ export function pick<T>(rng: Rng, items: readonly T[]): T {
   return items[Math.floor(rng() * items.length)]!;
 }
 
-export const KILL_TARGETS = ['postgres', 'temporal', 'worker'] as const;
-export type KillTarget = (typeof KILL_TARGETS)[number];
+/** A kill target's name (scripts/chaos/layout.ts). */
+export type KillTarget = string;
 
 /**
  * The order of the kills: a seeded shuffle of an even share per target (the remainder picked at
  * random). Still a random order, but a short run (6 kills) is sure to hit each target twice
  * instead of, by bad luck, never touching one of them.
  */
-export function killPlan(kills: number, rng: Rng): KillTarget[] {
+export function killPlan(kills: number, rng: Rng, targets: readonly KillTarget[]): KillTarget[] {
   const plan: KillTarget[] = [];
-  for (let i = 0; i < Math.floor(kills / KILL_TARGETS.length); i++) plan.push(...KILL_TARGETS);
-  while (plan.length < kills) plan.push(pick(rng, KILL_TARGETS));
+  for (let i = 0; i < Math.floor(kills / targets.length); i++) plan.push(...targets);
+  while (plan.length < kills) plan.push(pick(rng, targets));
   for (let i = plan.length - 1; i > 0; i--) {
     const j = Math.floor(rng() * (i + 1));
     [plan[i], plan[j]] = [plan[j]!, plan[i]!];

@@ -3,10 +3,11 @@
 import type { RunCounts } from './count.js';
 import type { RequestRecord } from './drive.js';
 import type { KillRecord } from './kill.js';
-import { KILL_TARGETS } from './random.js';
 import { median } from './timing.js';
 
 export interface ChaosFigures {
+  /** The layout killed: `npm start` or `topology` (scripts/chaos/layout.ts). */
+  layout: string;
   seed: number;
   durationSeconds: number;
   /** `collateral`: children restarted although another one was killed (they died with it). */
@@ -47,7 +48,7 @@ export interface ChaosFigures {
 const sample = <T>(items: T[]) => items.slice(0, 10);
 
 export function buildFigures(input: {
-  seed: number; startedAt: number; planned: number; kills: KillRecord[]; records: RequestRecord[]; counts: RunCounts | null;
+  layout: string; targets: string[]; seed: number; startedAt: number; planned: number; kills: KillRecord[]; records: RequestRecord[]; counts: RunCounts | null;
   harnessErrors: string[]; stackStoppedCleanly: boolean | null; dataDir: string | null;
 }): ChaosFigures {
   const { kills, records, counts } = input;
@@ -58,15 +59,17 @@ export function buildFigures(input: {
   const serverErrors = byOutcome('server_error');
   const noRetryAfter = records.filter((r) => r.refusalsWithoutRetryAfter > 0);
   const sse = records.filter((r) => r.mode === 'sse');
+  const targets = input.targets;
   return {
+    layout: input.layout,
     seed: input.seed,
     durationSeconds: Math.round((Date.now() - input.startedAt) / 1000),
     kills: {
       planned: input.planned, done: kills.length,
-      byTarget: Object.fromEntries(KILL_TARGETS.map((t) => [t, kills.filter((k) => k.target === t).length])),
-      collateral: Object.fromEntries(KILL_TARGETS.map((t) => [t, kills.filter((k) => k.collateral.includes(t)).length])),
+      byTarget: Object.fromEntries(targets.map((t) => [t, kills.filter((k) => k.target === t).length])),
+      collateral: Object.fromEntries(targets.map((t) => [t, kills.filter((k) => k.collateral.includes(t)).length])),
     },
-    heal: { ...healOf(kills), byTarget: Object.fromEntries(KILL_TARGETS.map((t) => [t, healOf(kills.filter((k) => k.target === t))])) },
+    heal: { ...healOf(kills), byTarget: Object.fromEntries(targets.map((t) => [t, healOf(kills.filter((k) => k.target === t))])) },
     requests: {
       total: records.length, json: records.length - sse.length, sse: sse.length, ok: byOutcome('ok').length, refused: byOutcome('refused').length,
       serverErrors: serverErrors.length, failures: failures.length,
@@ -135,10 +138,11 @@ const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFix
 export function formatTable(figures: ChaosFigures): string {
   const { kills, heal, requests, runs, violations, notes } = figures;
   const rows: Array<[string, string] | null> = [
+    ['layout', figures.layout],
     ['seed', String(figures.seed)],
     ['duration', `${figures.durationSeconds} s`],
     ['kills (done / planned)', `${kills.done} / ${kills.planned}`],
-    ...KILL_TARGETS.map((t): [string, string] => [`  ${t}`, `${kills.byTarget[t] ?? 0} kills, heal median ${seconds(heal.byTarget[t]?.medianMs ?? null)}, max ${seconds(heal.byTarget[t]?.maxMs ?? null)}; restarted with another ${kills.collateral[t] ?? 0}×`]),
+    ...Object.keys(kills.byTarget).map((t): [string, string] => [`  ${t}`, `${kills.byTarget[t] ?? 0} kills, heal median ${seconds(heal.byTarget[t]?.medianMs ?? null)}, max ${seconds(heal.byTarget[t]?.maxMs ?? null)}; restarted with another ${kills.collateral[t] ?? 0}×`]),
     ['heal time median / max', `${seconds(heal.medianMs)} / ${seconds(heal.maxMs)}`],
     null,
     ['requests (json / sse)', `${requests.total} (${requests.json} / ${requests.sse})`],

@@ -10,6 +10,7 @@ import { startFakeLlm, type FakeLlm } from '../../test/app-runs/llm-server.js';
 import { countRuns, type RunCounts } from './count.js';
 import { startDrivers, type Drivers } from './drive.js';
 import { runKillLoop, type KillRecord } from './kill.js';
+import { npmStartLayout, type ChaosLayout } from './layout.js';
 import { killPlan, seededRng } from './random.js';
 import { prepareChaosApp } from './setup.js';
 import { buildFigures, violationCount, type ChaosFigures } from './report.js';
@@ -17,6 +18,8 @@ import { isReady, startStack, type ChaosStack } from './stack.js';
 import { sleep, until, within } from './timing.js';
 
 export interface ChaosOptions {
+  /** What is started and killed: `npm start` (the default) or the topology. */
+  layout: ChaosLayout;
   kills: number;
   seed: number;
   /** Concurrent clients driving runs for the whole kill loop. */
@@ -35,6 +38,7 @@ export interface ChaosOptions {
 }
 
 export const defaultChaosOptions: ChaosOptions = {
+  layout: npmStartLayout,
   kills: 100,
   seed: Date.now() % 2 ** 31,
   clients: 4,
@@ -60,8 +64,9 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   const startedAt = Date.now();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-chaos-'));
   await chmod(dataDir, 0o755); // under root, PostgreSQL runs as `postgres` and must enter it
-  const plan = killPlan(options.kills, seededRng(options.seed));
-  log(`seed ${options.seed}, ${options.kills} kills, ${options.clients} clients; stack data in ${dataDir}`);
+  const targets = Object.keys(options.layout.targets);
+  const plan = killPlan(options.kills, seededRng(options.seed), targets);
+  log(`${options.layout.name}: seed ${options.seed}, ${options.kills} kills, ${options.clients} clients; stack data in ${dataDir}`);
 
   const harnessErrors: string[] = [];
   const kills: KillRecord[] = [];
@@ -73,7 +78,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   let db: Database | undefined;
   try {
     llm = await startFakeLlm({ tokens: LLM_TOKENS, delayMs: 50 });
-    stack = await startStack({ dataDir, llmBaseUrl: llm.url, log });
+    stack = await startStack({ layout: options.layout, dataDir, llmBaseUrl: llm.url, log });
     // A pool of our own for setup and counting; idle connections dropped by a PostgreSQL kill are discarded.
     db = createDb(stack.info.databaseUrl, { poolSize: 2, applicationName: 'wfapp-chaos', onConnectionError: () => {} });
     const app = await within(prepareChaosApp(db, stack.info.demo.teamId), 30_000, 'publishing the chaos app');
@@ -81,7 +86,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
     await sleep(3_000); // runs in flight before the first kill
 
     try {
-      await runKillLoop({ stack, plan, rng: seededRng(options.seed + 1), pauseMs: options.pauseMs, healTimeoutMs: options.healTimeoutMs, log }, kills);
+      await runKillLoop({ stack, layout: options.layout, plan, rng: seededRng(options.seed + 1), pauseMs: options.pauseMs, healTimeoutMs: options.healTimeoutMs, log }, kills);
     } catch (error) {
       harnessErrors.push(`kill loop: ${(error as Error).message}`);
     }
@@ -108,7 +113,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   }
 
   let figures = buildFigures({
-    seed: options.seed, startedAt, planned: options.kills, kills, records: drivers?.records ?? [], counts, harnessErrors, stackStoppedCleanly, dataDir,
+    layout: options.layout.name, targets, seed: options.seed, startedAt, planned: options.kills, kills, records: drivers?.records ?? [], counts, harnessErrors, stackStoppedCleanly, dataDir,
   });
   // What every client saw, next to the stack's log, for whoever investigates a kept data dir.
   await writeFile(path.join(dataDir, 'requests.json'), JSON.stringify(drivers?.records ?? [])).catch(() => {});

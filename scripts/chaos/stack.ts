@@ -1,6 +1,7 @@
-// The stack under test is the real `npm start` (scripts/dev.ts) as a child process, with the worker
-// in its own supervised process (START_WORKER=process), so what is killed and brought back is
-// exactly what a developer runs. We only read its runtime.json and talk HTTP to it.
+// The stack under test is the real `npm start` (scripts/dev.ts, with the worker in its own supervised
+// process: START_WORKER=process) or the real `npm run topology` (scripts/topology.ts), as a child
+// process, so what is killed and brought back is exactly what people run. We only read its
+// runtime.json and talk HTTP to it.
 import { spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -8,23 +9,32 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { withParentDeathSignal } from '../../shared/parent-death-signal.js';
 import { findFreePort } from '../../shared/ports.js';
-import type { RuntimeInfo } from '../dev/runtime-file.js';
+import type { ChaosLayout } from './layout.js';
 import { ChaosTimeout, sleep, until, within } from './timing.js';
 
-const devEntry = fileURLToPath(new URL('../dev.ts', import.meta.url));
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 /** First start bundles the workflows and runs initdb: ~20 s alone, much more while tests share the 2 cores. */
-const START_TIMEOUT_MS = 180_000;
+const START_TIMEOUT_MS = 300_000;
 const STOP_TIMEOUT_MS = 60_000;
+
+/** What both layouts write to runtime.json and the chaos run reads. */
+export interface StackInfo {
+  apiUrl: string;
+  databaseUrl: string;
+  temporalAddress: string;
+  demo: { apiKey: string; teamId: string };
+  /** Supervised children by name; null while one is down. */
+  children: Record<string, number | null>;
+}
 
 export interface ChaosStack {
   dataDir: string;
   /** Everything the stack printed (its own lines, the worker's, the API's pino lines). */
   logFile: string;
   /** runtime.json as the stack wrote it at start (API, database, Temporal, demo tenant). */
-  info: RuntimeInfo;
+  info: StackInfo;
   /** runtime.json now: the pids change whenever the supervisor restarts a child. */
-  runtime(): Promise<RuntimeInfo>;
+  runtime(): Promise<StackInfo>;
   /** Whether the stack process is still alive (it should never exit during the run). */
   readonly exited: { code: number | null; signal: NodeJS.Signals | null } | null;
   /** SIGTERM and wait for the ordered shutdown; SIGKILL after a minute (its children get a parent-death signal). */
@@ -42,11 +52,11 @@ export async function isReady(apiUrl: string): Promise<boolean> {
   }
 }
 
-export async function readRuntime(dataDir: string): Promise<RuntimeInfo> {
-  return JSON.parse(await readFile(path.join(dataDir, 'runtime.json'), 'utf8')) as RuntimeInfo;
+export async function readRuntime(dataDir: string): Promise<StackInfo> {
+  return JSON.parse(await readFile(path.join(dataDir, 'runtime.json'), 'utf8')) as StackInfo;
 }
 
-export async function startStack(options: { dataDir: string; llmBaseUrl: string; log: (line: string) => void }): Promise<ChaosStack> {
+export async function startStack(options: { layout: ChaosLayout; dataDir: string; llmBaseUrl: string; log: (line: string) => void }): Promise<ChaosStack> {
   const { dataDir } = options;
   const logFile = path.join(dataDir, 'stack.log');
   const env: NodeJS.ProcessEnv = {
@@ -69,7 +79,7 @@ export async function startStack(options: { dataDir: string; llmBaseUrl: string;
 
   const out = openSync(logFile, 'a');
   // A parent-death signal: if the chaos run itself dies (a test timeout), the stack stops too.
-  const [command, args] = withParentDeathSignal(process.execPath, ['--import', 'tsx', devEntry]);
+  const [command, args] = withParentDeathSignal(process.execPath, ['--import', 'tsx', options.layout.entry]);
   const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', out, out] });
   closeSync(out);
   let exited: ChaosStack['exited'] = null;
@@ -93,13 +103,11 @@ export async function startStack(options: { dataDir: string; llmBaseUrl: string;
     const info = await within(Promise.race([
       until(async () => {
         const runtime = await readRuntime(dataDir);
-        return runtime.children.worker && await isReady(runtime.apiUrl) ? runtime : undefined;
+        const whole = Object.values(options.layout.targets).flat().every((name) => runtime.children[name]);
+        return whole && await isReady(runtime.apiUrl) ? runtime : undefined;
       }, START_TIMEOUT_MS, 'stack start', 500),
       exit.then(({ code, signal }) => Promise.reject(new Error(`the stack exited while starting (${signal ?? `code ${code}`}); see ${logFile}`))),
     ]), START_TIMEOUT_MS + 5_000, 'stack start');
-    if (!info.children.postgres || !info.children.temporal || !info.children.worker) {
-      throw new Error(`runtime.json names no pid for some children: ${JSON.stringify(info.children)} (START_WORKER=process not supported?)`);
-    }
     options.log(`stack ready in ${((performance.now() - started) / 1000).toFixed(1)} s: ${info.apiUrl} (pids ${JSON.stringify(info.children)})`);
     return { dataDir, logFile, info, runtime: () => readRuntime(dataDir), get exited() { return exited; }, stop };
   } catch (error) {

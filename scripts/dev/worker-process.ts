@@ -11,14 +11,14 @@ const STOP_TIMEOUT_MS = 15_000;
 /**
  * `START_WORKER=process`: the worker as its own process (`worker/main.ts`, the production entry), so
  * a chaos test can SIGKILL it. Resolves once it polls (it says so over the IPC channel); its output
- * goes to ours line by line, prefixed `[worker]`. Like the Temporal server it has its own process
+ * goes to ours line by line, prefixed `[worker]` (or the name given). Like the Temporal server it has its own process
  * group, so a terminal's Ctrl-C reaches only us and we stop it after the API has drained, and a
  * parent-death signal, so it does not outlive a crashed `npm start`.
  */
-export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<SupervisedChild> {
+export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: string) => void, name = 'worker'): Promise<SupervisedChild> {
   const [command, args] = withParentDeathSignal(process.execPath, ['--import', 'tsx', workerMain]);
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
-  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', (line) => log(`[worker] ${line}`));
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', (line) => log(`[${name}] ${line}`));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkStream } from '../../scripts/chaos/count.js';
+import { npmStartLayout } from '../../scripts/chaos/layout.js';
 import { killPlan, seededRng } from '../../scripts/chaos/random.js';
 import { formatTable } from '../../scripts/chaos/report.js';
 import { runChaos } from '../../scripts/chaos/run.js';
@@ -54,9 +55,10 @@ describe('chaos counting', () => {
   });
 
   it('plans an even share of kills per target, in a seeded order', () => {
-    const plan = killPlan(100, seededRng(7));
-    expect(plan).toEqual(killPlan(100, seededRng(7)));
+    const targets = Object.keys(npmStartLayout.targets);
+    const plan = killPlan(100, seededRng(7), targets);
+    expect(plan).toEqual(killPlan(100, seededRng(7), targets));
     for (const target of ['postgres', 'temporal', 'worker']) expect(plan.filter((t) => t === target).length).toBeGreaterThanOrEqual(33);
-    expect([...killPlan(6, seededRng(1))].sort()).toEqual(['postgres', 'postgres', 'temporal', 'temporal', 'worker', 'worker']);
+    expect([...killPlan(6, seededRng(1), targets)].sort()).toEqual(['postgres', 'postgres', 'temporal', 'temporal', 'worker', 'worker']);
   });
 });
