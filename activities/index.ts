@@ -7,6 +7,7 @@ import { createAppRunActivities } from './app-runs/run-events.js';
 import { createAppRunSinks } from './app-runs/finish-sink.js';
 import { createCallbackDeliveryActivities } from './app-runs/callback-delivery.js';
 import { createRunWaitActivities } from './app-runs/run-waits.js';
+import { createRunReuseActivities } from './app-runs/run-reuse.js';
 import { createPlatformActivities } from './platform/probes.js';
 import { createScheduledRunActivities } from './schedules/scheduled-run.js';
 import { createOrderSagaActivities } from './hardware-sales/order-saga.js';
@@ -26,6 +27,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createPdfInputActivities(deps),
     ...createCallbackDeliveryActivities(deps),
     ...createRunWaitActivities(deps),
+    ...createRunReuseActivities(deps),
     ...createScheduledRunActivities(deps),
     ...createOrderSagaActivities(deps),
     ...createConnectorActivities(deps),

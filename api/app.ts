@@ -14,6 +14,7 @@ import { runFollowUpRoutes } from './routes/app-runs/follow-up.js';
 import { approvalRoutes } from './routes/app-runs/approvals.js';
 import { approvalLinkRoutes } from './routes/app-runs/approval-link.js';
 import { callbackRoutes } from './routes/app-runs/callbacks.js';
+import { retryRoutes } from './routes/app-runs/retry.js';
 import { runRoutes } from './routes/app-runs/run.js';
 import { v1Routes } from './routes/app-runs/v1.js';
 import { apiKeyRoutes } from './routes/credentials/api-keys.js';
@@ -67,6 +68,7 @@ export async function registerApp(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(approvalRoutes, deps);
   await app.register(approvalLinkRoutes, deps);
   await app.register(callbackRoutes, deps);
+  await app.register(retryRoutes, deps);
   await app.register(v1Routes, deps);
   await app.register(identityRoutes, deps);
   await app.register(agentRoutes, deps);

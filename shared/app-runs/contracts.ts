@@ -32,6 +32,8 @@ export interface AppRunInput {
    * vetted at admission. Absent on runs without one, whose histories stay as they were.
    */
   callback?: RunCallback;
+  /** A retry from the failed block: the run whose completed blocks' outputs are reused. Absent otherwise. */
+  reuseFrom?: string;
 }
 
 /** The start options every start of `appRunWorkflow` sets (client start or child): search attributes and summary. */

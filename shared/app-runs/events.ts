@@ -17,7 +17,8 @@ export type RunEvent =
   | { type: 'run_start'; runId: string; documentId: string }
   | { type: 'block_start'; blockId: string; blockType: string }
   | { type: 'block_chunk'; blockId: string; delta: string }
-  | { type: 'block_complete'; blockId: string; output: unknown }
+  /** `reused`: a retry took the output of the run it retries (docs/long-runs.md). */
+  | { type: 'block_complete'; blockId: string; output: unknown; reused?: true }
   | { type: 'block_end'; blockId: string }
   /** A `wait` or `approval` block began to wait (docs/long-runs.md), between its block_start and block_complete. */
   | { type: 'block_waiting'; blockId: string; blockType: string; until?: string; expiresAt?: string; prompt?: string; approvalUrl?: string }

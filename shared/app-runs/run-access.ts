@@ -29,8 +29,19 @@ export type ConnectorRunCaller = {
 /** Nobody, on a release endpoint that needs no credential: the release's own key pays (spec §4.1 rule 5), if it has one. */
 export type AnonymousRunCaller = { kind: 'anonymous'; payer: PrincipalOf<'api-key'> | null };
 
+/**
+ * A retry of an earlier run (docs/long-runs.md "Retrying a run") by someone who may follow it: the
+ * original's team pays (through `apiKey`'s budget when a key asked), and the original's trigger
+ * context and source are kept, with `retry_of` added to `_trigger`.
+ */
+export type RetryRunCaller = {
+  kind: 'retry'; retryOf: string; teamId: string; userId: string | null; triggerSource: string;
+  trigger: { source: string } & Record<string, unknown>;
+  apiKey?: Pick<PrincipalOf<'api-key'>, 'apiKeyId' | 'limitCredits' | 'usageCredits'>;
+};
+
 /** Who starts a run. Each kind has one access rule, one paying team and one `_trigger` (below). */
-export type RunCaller = CredentialRunCaller | WebhookRunCaller | ConnectorRunCaller | CrossTeamRunCaller | AgentRunCaller | AnonymousRunCaller;
+export type RunCaller = CredentialRunCaller | WebhookRunCaller | ConnectorRunCaller | CrossTeamRunCaller | AgentRunCaller | AnonymousRunCaller | RetryRunCaller;
 
 /**
  * May this caller run this deployment (spec §4.1 visibility table, release rule 4)? Public apps run
@@ -51,6 +62,8 @@ export async function assertMayRun(db: Database, deployment: DeploymentRow, call
   }
   if (deployment.visibility === 'public') return;
   switch (caller.kind) {
+    // The retry route checked that the caller may follow the original run of this deployment.
+    case 'retry':
     case 'webhook':
     case 'connector':
     case 'cross-team':
@@ -91,12 +104,14 @@ export function budgetKeyOf(caller: RunCaller): Pick<PrincipalOf<'api-key'>, 'ap
     case 'api-key': return caller;
     case 'anonymous': return caller.payer ?? undefined;
     case 'cross-team': return caller.apiKey;
+    case 'retry': return caller.apiKey;
     default: return undefined;
   }
 }
 
 /** `runs.trigger_source`: the credential kind; an anonymous release call is paid (and recorded) as its key. */
-export const triggerSourceOf = (caller: RunCaller): string => (caller.kind === 'anonymous' ? 'api-key' : caller.kind);
+export const triggerSourceOf = (caller: RunCaller): string =>
+  (caller.kind === 'anonymous' ? 'api-key' : caller.kind === 'retry' ? caller.triggerSource : caller.kind);
 
 /** The server-set `_trigger` context of a run (spec §4.1 rule 4, §4.2 rule 4). */
 export function triggerOf(caller: RunCaller): { source: string } & Record<string, unknown> {
@@ -105,6 +120,7 @@ export function triggerOf(caller: RunCaller): { source: string } & Record<string
     case 'webhook': return { source: 'webhook', webhook_id: caller.webhookId };
     case 'connector': return { source: 'connector', service: caller.service, trigger: caller.trigger, connection_id: caller.connectionId };
     case 'cross-team': return { source: 'cross-team', binding_id: caller.bindingId };
+    case 'retry': return { ...caller.trigger, retry_of: caller.retryOf };
     default: return { source: 'api' };
   }
 }

@@ -59,6 +59,8 @@ export interface AppRunRequest {
    * `dependency_unavailable` and nothing is charged. Default `refuse`.
    */
   whenEngineDown?: WhenEngineDown;
+  /** A retry from the failed block: the blocks that completed in this earlier run are reused, not run again (docs/long-runs.md). */
+  reuseFrom?: string;
   /** Signed POSTs of the run's events (docs/long-runs.md); a URL the outbound rules refuse is 400 `invalid_callback_url`, before anything is charged. */
   callback?: { url: string; events?: CallbackEventType[] };
 }
@@ -177,7 +179,7 @@ export async function admitRun(
   };
   const costMilli = runBaseCostMilli(await currentBillingRules(deps));
   const plan = planForRun.inline(graph, deployment.document_id, inputs);
-  const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, finishBySink: true, ...(plan ? { plan } : {}), ...(callback ? { callback } : {}) };
+  const workflowInput: AppRunInput = { runId, trace: request.trace ?? false, timeoutSeconds, finishBySink: true, ...(plan ? { plan } : {}), ...(callback ? { callback } : {}), ...(request.reuseFrom ? { reuseFrom: request.reuseFrom } : {}) };
   const search = searchMetaOf(row, deployment);
   const staticSummary = runSummary(deployment.app_name, formatVersion(versionOfRow(deployment)));
   // The recorded start leaves the inline plan out: a workflow the dispatcher starts loads it by activity.

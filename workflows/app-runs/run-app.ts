@@ -18,7 +18,7 @@ const { extractPdfText } = proxyActivities<Activities>(pdfInputActivity);
 
 // The plan read is one indexed query: a local activity saves the run two round trips through the server.
 // The block-evaluation activities are local too: their input (the run's values) is not recorded in history.
-const { appendRunEvents, finishRun, loadRunPlan, evaluateBlockInActivity, storeRunPayload } = proxyLocalActivities<Activities>(runEventsLocalActivity);
+const { appendRunEvents, finishRun, loadRunPlan, evaluateBlockInActivity, storeRunPayload, loadReusedOutputs } = proxyLocalActivities<Activities>(runEventsLocalActivity);
 // The run's final write, made by the worker as the workflow task that ends the run completes (activities/app-runs/finish-sink.ts).
 const { appRuns } = proxySinks<AppRunSinks>();
 
@@ -170,6 +170,10 @@ async function walkGraph(input: AppRunInput, plan: RunPlan, waits: WaitState): P
   // Claims are whole values: large inputs (loadRunPlan) and large outputs. Once there is one, blocks
   // that read values are evaluated by an activity; without any, everything stays in workflow code.
   let claimed = Object.values(inputs).some(isClaim);
+  // A retry from the failed block: what completed in the run it retries is taken, not run again.
+  const reused = input.reuseFrom
+    ? new Map(Object.entries(await loadReusedOutputs({ runId: input.runId, fromRunId: input.reuseFrom })))
+    : null;
   const waitRunner: WaitingBlockRunner = {
     runId: input.runId, clock: waits.clock, decisions: waits.decisions,
     waitingWritten: (key) => waits.callbacks.enqueue(key),
@@ -179,6 +183,19 @@ async function walkGraph(input: AppRunInput, plan: RunPlan, waits: WaitState): P
 
   const runBlock = async (block: Block): Promise<void> => {
     const streamed = streamedBlockTypes.has(block.type);
+    if (reused?.has(block.id)) {
+      const output = reused.get(block.id);
+      if (isClaim(output)) claimed = true;
+      state.outputs.set(block.id, output);
+      state.status.set(block.id, 'completed');
+      pending.push(
+        { key: `${block.id}:block_start`, event: { type: 'block_start', blockId: block.id, blockType: block.type } },
+        { key: `${block.id}:block_complete`, event: { type: 'block_complete', blockId: block.id, output, reused: true } },
+        { key: `${block.id}:block_end`, event: { type: 'block_end', blockId: block.id } },
+      );
+      sessions.push({ blockId: block.id, blockType: block.type, blockName: block.name, status: 'completed', output });
+      return;
+    }
     if (streamed) pending.push({ key: `${block.id}:block_start`, event: { type: 'block_start', blockId: block.id, blockType: block.type } });
     try {
       const pdf = pdfInputSource(block, inputs);
