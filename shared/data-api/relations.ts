@@ -26,6 +26,7 @@ export const dataApiRelations = [
   'romp_messages',
   'assets_sessions',
   'assets_items',
+  'run_approvals',
 ] as const;
 
 export const dataApiFunctions = ['get_usage_heatmap', 'delete_api_key'] as const;

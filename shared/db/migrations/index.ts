@@ -31,6 +31,7 @@ import * as oauthClientRemoval from './2026_11_27_0029_oauth_client_removal.js';
 import * as runCallbacks from './2026_11_27_0030_run_callbacks.js';
 import * as runWaits from './2026_11_27_0031_run_waits.js';
 import * as runEventsByRun from './2026_11_27_0032_run_events_by_run.js';
+import * as runApprovalsDataApi from './2026_11_27_0033_run_approvals_data_api.js';
 
 /**
  * Migrations in order. A static list (not a folder scan) so the same code runs from TypeScript
@@ -69,4 +70,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0030_run_callbacks': runCallbacks,
   '2026_11_27_0031_run_waits': runWaits,
   '2026_11_27_0032_run_events_by_run': runEventsByRun,
+  '2026_11_27_0033_run_approvals_data_api': runApprovalsDataApi,
 };
