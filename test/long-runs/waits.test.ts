@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Graph } from '../../shared/documents/graph.js';
 import { addTeamMember, createProject } from '../../shared/identity/service.js';
+import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { waitingSearchAttribute } from '../../temporal/search-attributes.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { publishDirect } from '../harness/apps.js';
@@ -283,5 +284,86 @@ describe('runs that wait: wait and approval blocks', () => {
       expect([late.statusCode, late.json().error]).toEqual([409, 'not_waiting']);
       expect((await events(started.runId)).at(-1)).toMatchObject({ type: 'run_error', executionStatus: 'cancelled' });
     });
+  });
+});
+
+describe('runs that wait: streams, limits', () => {
+  let stack: TestStack;
+  let apiKey: string;
+  let teamId: string;
+
+  beforeAll(async () => {
+    stack = await createTestStack();
+    await stack.startWorker();
+    const tenant = await credentialFactory(stack).fundedTenant(1_000_000);
+    apiKey = tenant.apiKey;
+    teamId = tenant.team.id;
+  });
+  afterAll(() => stack?.close());
+
+  const setting = async (key: 'runs.stream_idle_close_seconds' | 'runs.max_waiting_per_team', value: number) => {
+    await upsertSiteSetting(stack.db, key, value);
+    stack.deps.settings.invalidate();
+  };
+  const approvalDeployment = async () => (await publishDirect(stack.db, approvalGraph({ prompt: 'go?' }), { teamId })).deploymentId;
+  const sseFrames = (body: string) => body.split('\n\n').filter(Boolean);
+
+  it('a waiting stream sends keep-alives, closes after runs.stream_idle_close_seconds without a terminal event, and resumes with Last-Event-ID', async () => {
+    await setting('runs.stream_idle_close_seconds', 2);
+    try {
+      const started = Date.now();
+      const res = await stack.app.inject({
+        method: 'POST', url: `/api/released-app/${await approvalDeployment()}/run`, headers: { authorization: `Bearer ${apiKey}` },
+        payload: { inputs: { q: 'x' }, format: 'sse' },
+      });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+      const frames = sseFrames(res.body);
+      const events = frames.filter((f) => f.startsWith('id:'));
+      expect(events.map((f) => /event: (\w+)/.exec(f)![1])).toEqual(['run_start', 'block_start', 'block_waiting']);
+      expect(frames.filter((f) => f === ': keep-alive').length).toBeGreaterThanOrEqual(1);
+      const runId = res.headers['x-run-id'] as string;
+      const lastId = /^id: (\d+)/.exec(events.at(-1)!)![1];
+
+      const decided = await stack.app.inject({ method: 'POST', url: `/api/runs/${runId}/approvals/ok`, headers: { authorization: `Bearer ${apiKey}` }, payload: { approved: true } });
+      expect(decided.statusCode).toBe(200);
+      const resumed = await stack.app.inject({ method: 'GET', url: `/api/runs/${runId}/events?format=sse`, headers: { authorization: `Bearer ${apiKey}`, 'last-event-id': lastId! } });
+      const rest = sseFrames(resumed.body).filter((f) => f.startsWith('id:')).map((f) => /event: (\w+)/.exec(f)![1]);
+      expect(rest).toEqual(['block_complete', 'block_end', 'block_start', 'block_complete', 'block_end', 'run_complete']);
+    } finally {
+      await setting('runs.stream_idle_close_seconds', 300);
+    }
+  });
+
+  it('NDJSON keep-alives are empty lines', async () => {
+    await setting('runs.stream_idle_close_seconds', 1);
+    try {
+      const res = await stack.app.inject({
+        method: 'POST', url: `/api/released-app/${await approvalDeployment()}/run`, headers: { authorization: `Bearer ${apiKey}` }, payload: { inputs: { q: 'x' } },
+      });
+      const lines = res.body.split('\n');
+      expect(lines.filter((l) => l.trim()).map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['run_start', 'block_start', 'block_waiting']);
+      expect(res.body).toMatch(/block_waiting[^\n]*\n\n/);
+    } finally {
+      await setting('runs.stream_idle_close_seconds', 300);
+    }
+  });
+
+  it('a run that would wait beyond runs.max_waiting_per_team fails with too_many_waiting_runs', async () => {
+    // A team of its own: the streams above left runs of this file's team waiting.
+    const fresh = await credentialFactory(stack).fundedTenant(1_000_000);
+    await setting('runs.max_waiting_per_team', 1);
+    try {
+      const { deploymentId } = await publishDirect(stack.db, approvalGraph({ prompt: 'go?' }), { teamId: fresh.team.id });
+      const run = () => stack.app.inject({ method: 'POST', url: `/api/released-app/${deploymentId}/run`, headers: { authorization: `Bearer ${fresh.apiKey}` }, payload: { inputs: { q: 'x' }, stream: false } });
+      const first = await run();
+      expect([first.statusCode, first.json().status]).toEqual([202, 'waiting']);
+      const second = await run();
+      expect(second.statusCode).toBe(200);
+      expect(second.json()).toMatchObject({ status: 'failed', error: expect.stringMatching(/too_many_waiting_runs/) });
+      const rows = await stack.db.selectFrom('run_approvals').select('run_id').where('run_id', '=', second.json().runId).execute();
+      expect(rows).toEqual([]);
+    } finally {
+      await setting('runs.max_waiting_per_team', 1000);
+    }
   });
 });

@@ -114,7 +114,11 @@ export async function replyWithRunStream(deps: ReplyDeps, reply: FastifyReply, r
   })()));
 }
 
-/** A waiting run's stream: a keep-alive every 15 s, closed after `runs.stream_idle_close_seconds` without an event. */
+/**
+ * A waiting run's stream: a keep-alive every 15 s (more often when the idle close comes sooner), closed
+ * after `runs.stream_idle_close_seconds` without an event.
+ */
 export async function keepAliveOptions(deps: Pick<AppDeps, 'settings'>): Promise<{ intervalMs: number; idleCloseMs: number }> {
-  return { intervalMs: 15_000, idleCloseMs: (await deps.settings.get('runs.stream_idle_close_seconds')) * 1000 };
+  const idleCloseMs = (await deps.settings.get('runs.stream_idle_close_seconds')) * 1000;
+  return { intervalMs: Math.min(15_000, Math.max(250, idleCloseMs / 2)), idleCloseMs };
 }
