@@ -60,6 +60,25 @@ describe('operator CLI', () => {
     expect(payload.exp! - payload.iat!).toBe(120);
   });
 
+  it('credits balance prints a granted team\'s balance in milli-credits; an unknown team exits 2 with team_not_found', async () => {
+    const owner = await cli('user', 'create', '--email', 'balance-owner@example.com');
+    const team = await cli('team', 'create', '--owner', owner.json!.id as string, '--name', 'Balances');
+    const teamId = team.json!.id as string;
+    await cli('credits', 'grant', '--team', teamId, '--amount', '1750');
+    const balance = await cli('credits', 'balance', '--team', teamId);
+    expect(balance.code).toBe(0);
+    expect(balance.json).toEqual({ teamId, balance: 1750 });
+    const stored = await stack.db.selectFrom('credit_balances').select('balance_milli').where('team_id', '=', teamId).executeTakeFirstOrThrow();
+    expect(Number(stored.balance_milli)).toBe(1750);
+
+    const before = await rowCounts();
+    const unknown = await cli('credits', 'balance', '--team', '00000000-0000-4000-8000-000000000000');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.error).toEqual({ error: 'team_not_found', message: 'Team 00000000-0000-4000-8000-000000000000 does not exist' });
+    expect(await rowCounts()).toEqual(before);
+  }, 60_000);
+
   it('settings set stores the JSON value', async () => {
     const res = await cli('settings', 'set', '--key', 'run.max_timeout_seconds', '--value', '120');
     expect(res.json).toEqual({ key: 'run.max_timeout_seconds', value: 120 });
