@@ -197,6 +197,11 @@ try {
     `    curl -s -X POST ${apiUrl}/api/released-app/${demo.deploymentId}/run -H 'Authorization: Bearer ${demo.apiKey}' -H 'Content-Type: application/json' -d '{"inputs":{"name":"Ada","n":21},"stream":false}'`,
     `    curl -sN -X POST ${apiUrl}/api/released-app/${demo.deploymentId}/run -H 'Authorization: Bearer ${demo.apiKey}' -H 'Content-Type: application/json' -d '{"inputs":{"name":"Ada"}}'`,
     '',
+    '  Run the app that waits for your approval (202 while it waits), then approve it (docs/long-runs.md):',
+    `    RUN_ID=$(curl -s -X POST ${apiUrl}/api/released-app/${demo.approvalDeploymentId}/run -H 'Authorization: Bearer ${demo.apiKey}' -H 'Content-Type: application/json' -d '{"inputs":{"draft":"Thanks, see you Monday"},"stream":false}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`,
+    `    curl -s -X POST ${apiUrl}/api/runs/$RUN_ID/approvals/approve -H 'Authorization: Bearer ${demo.apiKey}' -H 'Content-Type: application/json' -d '{"approved":true}'`,
+    `    curl -s ${apiUrl}/api/runs/$RUN_ID/events -H 'Authorization: Bearer ${demo.apiKey}'`,
+    '',
     '  Operator CLI: npm run --silent cli -- <command>   ·   Ctrl-C stops everything',
     '',
   ].join('\n') + '\n');
