@@ -58,10 +58,10 @@ describe('one error handler, one envelope per route family (spec §7.1)', () => 
     expect(res.json()).toEqual(body);
   });
 
-  it('payment callbacks get plain-text FAIL', async () => {
+  it('payment callbacks get plain-text FAIL, and a refusal below 500 is 500 (spec §4.7: every failure is 500 FAIL)', async () => {
     const app = await appWithFamilies();
     const res = await app.inject({ method: 'GET', url: '/payment' });
-    expect(res.statusCode).toBe(409);
+    expect(res.statusCode).toBe(500);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     expect(res.body).toBe('FAIL');
   });

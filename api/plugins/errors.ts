@@ -93,6 +93,9 @@ function send(reply: FastifyReply, envelope: ErrorEnvelope, problem: Problem) {
     case 'webhook':
       return reply.send({ code: p.error, message: p.message, ...p.extra });
     case 'payment':
+      // Spec §4.7: every failure of a payment callback is 500 FAIL, the framework's own refusals
+      // (a body over the limit) included; a 5xx keeps its status (an outage's 503 and Retry-After).
+      if (p.status < 500) reply.code(500);
       return reply.type('text/plain; charset=utf-8').send('FAIL');
     case 'connectors':
       return reply.send({ error: p.error, ...p.extra });

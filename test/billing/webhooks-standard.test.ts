@@ -233,6 +233,13 @@ describe('POST /webhook/manual and /webhook/mock', () => {
     const body = JSON.stringify({ event_id: 'evt_1', event_type: 'transaction.completed', data: {} });
     await billing.refusedUnchanged(() => post(stack, 'paddle', body, { 'Paddle-Signature': signPaddleWebhook('some-secret', body) }));
   });
+
+  it('a body over the size limit is 500 plain FAIL like every other failure (spec §4.7), not a 413; nothing changes', async () => {
+    const order = await billing.order({ provider: 'manual' });
+    const oversized = JSON.stringify({ provider_order_id: order.providerOrderId, status: 'success', amount: order.amount, currency: order.currency, pad: 'x'.repeat(stack.config.BODY_LIMIT_BYTES) });
+    const headers = standardWebhookHeaders(SECRET, oversized, { id: `msg_${randomUUID()}` });
+    await billing.refusedUnchanged(() => post(stack, 'manual', oversized, headers));
+  });
 });
 
 describe('POST /webhook/manual with a `whsec_` secret, and without one', () => {
