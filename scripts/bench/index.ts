@@ -53,6 +53,9 @@ if (only('topology')) {
   process.exit(0);
 }
 
+// `npm run bench -- --only long-runs [--waiting N --approve N --timers N --callbacks N]`: runs that wait (issue 44), on servers of their own.
+if (only('long-runs')) { const { runLongRunsBenchAlone } = await import('./long-runs.js'); await runLongRunsBenchAlone(); process.exit(0); }
+
 // Realtime (issue 37) and run streams at its scale: on a PostgreSQL of its own; `--only realtime` runs it alone.
 if (only('realtime') || !process.argv.includes('--only')) { const realtime = await import('./realtime.js'); await realtime.runRealtimeBenchAlone(); if (only('realtime')) process.exit(0); }
 

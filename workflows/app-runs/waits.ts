@@ -72,21 +72,24 @@ export async function runWaitingBlock(runner: WaitingBlockRunner, block: Block, 
   runner.waitingWritten(`${block.id}:block_waiting`);
   beginWaiting(runner.clock, block.type);
   try {
+    // Timed from the deadline the activity wrote (`until`, `expiresAt`), not from when its answer
+    // came back: a run that waited for its write still wakes at the time its event says.
+    const remainingMs = Math.max(1, Date.parse(entry.until) - Date.now());
     if (block.type === 'wait') {
-      await sleep(entry.seconds * 1000);
+      await sleep(remainingMs);
       return { waitedSeconds: Math.round((Date.now() - startedMs) / 1000) };
     }
-    return await awaitDecision(runner, block.id, entry.seconds);
+    return await awaitDecision(runner, block.id, remainingMs);
   } finally {
     // Cancelled: the run ends (its final write ends `waiting` too), so only a wait that ended goes back to `running`.
     if (endWaiting(runner.clock) && !CancellationScope.current().consideredCancelled) await leaveRunWait({ runId: runner.runId });
   }
 }
 
-async function awaitDecision(runner: WaitingBlockRunner, blockId: string, timeoutSeconds: number): Promise<unknown> {
+async function awaitDecision(runner: WaitingBlockRunner, blockId: string, timeoutMs: number): Promise<unknown> {
   let decision: ApprovalDecision | null | undefined;
   try {
-    const decided = await condition(() => runner.decisions.has(blockId), timeoutSeconds * 1000);
+    const decided = await condition(() => runner.decisions.has(blockId), timeoutMs);
     // A decision stored just before the timer fired wins over the timeout (its approver was told 200).
     decision = decided ? runner.decisions.get(blockId)! : await settleRunApproval({ runId: runner.runId, blockId, status: 'timed_out' });
   } catch (error) {

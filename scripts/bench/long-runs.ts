@@ -1,0 +1,216 @@
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { buildApp } from '../../api/app.js';
+import { connectAppDeps } from '../../api/connect-deps.js';
+import type { AppDeps } from '../../api/deps.js';
+import { grantCredits } from '../../shared/billing/service.js';
+import { loadConfig } from '../../shared/config.js';
+import { createApiKey } from '../../shared/credentials/api-keys.js';
+import { createDb } from '../../shared/db/client.js';
+import { startEmbeddedPostgres } from '../../shared/db/embedded.js';
+import { migrateToLatest } from '../../shared/db/migrate.js';
+import { exampleGraph } from '../../shared/documents/example-graph.js';
+import type { Graph } from '../../shared/documents/graph.js';
+import { createTeam, createUser } from '../../shared/identity/service.js';
+import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
+import { startTemporalDevServer } from '../../temporal/dev-server.js';
+import { publishDirect } from '../../test/harness/apps.js';
+import { bundleWorkflows } from '../../worker/bundle.js';
+import { median } from './measure.js';
+import { startWorkerProcess, waitForWorker } from './worker-process.js';
+
+// `npm run bench -- --only long-runs` (issue 44, docs/long-runs.md): runs that wait, on a PostgreSQL
+// and Temporal of their own with the worker as its own process. Sizes default to the issue's
+// (`--waiting 10000 --approve 1000 --timers 1000 --callbacks 200`) and can be made smaller.
+//  1. W runs waiting at once: the worker's RSS while they wait (target < 300 MB and flat), and the
+//     p50 of other runs before and while they wait (target within 20%).
+//  2. Approving A of them at 50-way: p99 from the approval's 200 to run_complete (target ≤ 250 ms).
+//  3. T runs with a 5 s wait started together: p99 lateness of the timer (target ≤ 1 s).
+//  4. C runs with a callback: p99 from the terminal event to the first attempt's arrival (≤ 200 ms).
+
+const argValue = (name: string, fallback: number): number => {
+  const at = process.argv.indexOf(`--${name}`);
+  const value = at > 0 ? Number(process.argv[at + 1]) : fallback;
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} takes a positive integer`);
+  return value;
+};
+
+const percentile = (values: number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+};
+
+async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  }));
+}
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+const approvalGraph: Graph = {
+  blocks: [{ id: 'ok', type: 'approval', name: 'ok', config: { prompt: 'go?' } }, { id: 'o', type: 'output', name: 'o', config: { value: 'done' } }],
+  edges: [{ from: 'ok', to: 'o' }],
+};
+const timerGraph: Graph = {
+  blocks: [{ id: 'pause', type: 'wait', name: 'pause', config: { seconds: 5 } }, { id: 'o', type: 'output', name: 'o', config: { value: 'done' } }],
+  edges: [{ from: 'pause', to: 'o' }],
+};
+
+async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting: number; approve: number; timers: number; callbacks: number }): Promise<string[]> {
+  const lines: string[] = [];
+  const say = (line: string) => { lines.push(line); console.log(line); };
+  const owner = await createUser(deps.db, { email: `bench-${randomUUID().slice(0, 8)}@example.com`, name: 'Bench' });
+  const team = await createTeam(deps.db, { ownerId: owner.id, name: 'Bench' });
+  await grantCredits(deps.db, { teamId: team.id, amountMilli: 1_000_000_000 });
+  await upsertSiteSetting(deps.db, 'runs.max_waiting_per_team', sizes.waiting + sizes.timers + 100);
+  const apiKey = (await createApiKey(deps.db, { teamId: team.id, createdBy: owner.id, name: 'bench' })).token;
+  const quick = (await publishDirect(deps.db, exampleGraph, { teamId: team.id })).deploymentId;
+  const approvals = (await publishDirect(deps.db, approvalGraph, { teamId: team.id })).deploymentId;
+  const timers = (await publishDirect(deps.db, timerGraph, { teamId: team.id })).deploymentId;
+
+  const arrivals = new Map<string, number>();
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => { if (!arrivals.has(String(req.headers['webhook-id']))) arrivals.set(String(req.headers['webhook-id']), Date.now()); res.writeHead(204).end(); });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverPort = (receiver.address() as AddressInfo).port;
+  await upsertSiteSetting(deps.db, 'http_block.allow_hosts', [`127.0.0.1:${receiverPort}`]);
+  deps.settings.invalidate();
+
+  const app = await buildApp(deps, { logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const post = async (url: string, body: unknown) => {
+    const res = await fetch(`${base}${url}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const json = await res.json() as Record<string, unknown>;
+    if (res.status >= 300 && res.status !== 202) throw new Error(`${url}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  const quickP50 = async (count = 200) => {
+    const times: number[] = [];
+    await pool(Array.from({ length: count }), 4, async () => {
+      const started = performance.now();
+      await post(`/api/released-app/${quick}/run`, { inputs: { name: 'Ada', n: 2 }, stream: false });
+      times.push(performance.now() - started);
+    });
+    return median(times);
+  };
+  try {
+    // 1. Waiting runs.
+    const before = await quickP50();
+    const rssBefore = await rssMb(workerPid);
+    const waitingIds: string[] = [];
+    const startedAt = performance.now();
+    await pool(Array.from({ length: sizes.waiting }), 32, async () => {
+      waitingIds.push(String((await post(`/api/released-app/${approvals}/run`, { inputs: {}, mode: 'background' })).runId));
+    });
+    for (;;) {
+      const { n } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM runs WHERE team_id = ${team.id} AND status = 'waiting'`.execute(deps.db).then((r) => r.rows[0]!);
+      if (n >= sizes.waiting) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    say(`  ${sizes.waiting} runs waiting after ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
+    const samples: number[] = [];
+    for (let i = 0; i < 10; i++) { samples.push(await rssMb(workerPid)); await new Promise((r) => setTimeout(r, 2_000)); }
+    const during = await quickP50();
+    say(`  worker RSS: ${rssBefore.toFixed(0)} MB before, ${Math.min(...samples).toFixed(0)}–${Math.max(...samples).toFixed(0)} MB while ${sizes.waiting} wait (target < 300 MB, flat)`);
+    say(`  other runs' p50: ${before.toFixed(1)} ms before, ${during.toFixed(1)} ms while they wait (${(during / before).toFixed(2)}×; target ≤ 1.20×)`);
+
+    // 2. Approving at 50-way.
+    const decidedAt = new Map<string, number>();
+    await pool(waitingIds.slice(0, sizes.approve), 50, async (runId) => {
+      await post(`/api/runs/${runId}/approvals/ok`, { approved: true });
+      decidedAt.set(runId, Date.now());
+    });
+    const decided = [...decidedAt.keys()];
+    for (;;) {
+      const { n } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM runs WHERE id = ANY(${decided}::uuid[]) AND status = 'completed'`.execute(deps.db).then((r) => r.rows[0]!);
+      if (n >= decided.length) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const ends = await sql<{ run_id: string; at: Date }>`SELECT run_id, created_at AS at FROM run_events WHERE run_id = ANY(${decided}::uuid[]) AND type = 'run_complete'`.execute(deps.db);
+    const approvalLatency = ends.rows.map((r) => Math.max(0, r.at.getTime() - decidedAt.get(r.run_id)!));
+    say(`  approval 200 → run_complete: p50 ${percentile(approvalLatency, 50)} ms, p99 ${percentile(approvalLatency, 99)} ms over ${decided.length} at 50-way (target p99 ≤ 250 ms)`);
+
+    // 3. Timers due together.
+    const timerIds: string[] = [];
+    await pool(Array.from({ length: sizes.timers }), 32, async () => {
+      timerIds.push(String((await post(`/api/released-app/${timers}/run`, { inputs: {}, mode: 'background' })).runId));
+    });
+    for (;;) {
+      const { n } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM runs WHERE id = ANY(${timerIds}::uuid[]) AND status = 'completed'`.execute(deps.db).then((r) => r.rows[0]!);
+      if (n >= timerIds.length) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const fired = await sql<{ until: string; at: Date }>`
+      SELECT w.payload->>'until' AS until, c.created_at AS at FROM run_events w
+      JOIN run_events c ON c.run_id = w.run_id AND c.type = 'block_complete' AND c.payload->>'blockId' = 'pause'
+      WHERE w.run_id = ANY(${timerIds}::uuid[]) AND w.type = 'block_waiting'`.execute(deps.db);
+    const lateness = fired.rows.map((r) => r.at.getTime() - Date.parse(r.until));
+    say(`  5 s timers (${timerIds.length} together): lateness p50 ${percentile(lateness, 50)} ms, p99 ${percentile(lateness, 99)} ms (target p99 ≤ 1,000 ms)`);
+
+    // 4. Callbacks.
+    const callbackIds: string[] = [];
+    await pool(Array.from({ length: sizes.callbacks }), 8, async () => {
+      callbackIds.push(String((await post(`/api/released-app/${quick}/run`, { inputs: { name: 'Ada', n: 1 }, stream: false, callback: { url: `http://127.0.0.1:${receiverPort}/hook` } })).runId));
+    });
+    const terminals = await sql<{ id: string; at: Date }>`SELECT id::text, created_at AS at FROM run_events WHERE run_id = ANY(${callbackIds}::uuid[]) AND type IN ('run_complete', 'run_error')`.execute(deps.db);
+    const deadline = Date.now() + 60_000;
+    while (terminals.rows.some((t) => !arrivals.has(t.id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    const callbackLatency = terminals.rows.filter((t) => arrivals.has(t.id)).map((t) => arrivals.get(t.id)! - t.at.getTime());
+    say(`  terminal event → first callback attempt: p50 ${percentile(callbackLatency, 50)} ms, p99 ${percentile(callbackLatency, 99)} ms over ${callbackLatency.length} (target p99 ≤ 200 ms)`);
+  } finally {
+    await app.close();
+    receiver.close();
+  }
+  return lines;
+}
+
+/** The section alone, on servers of its own (like data-api's and realtime's). */
+export async function runLongRunsBenchAlone(): Promise<void> {
+  const sizes = { waiting: argValue('waiting', 10_000), approve: argValue('approve', 1_000), timers: argValue('timers', 1_000), callbacks: argValue('callbacks', 200) };
+  sizes.approve = Math.min(sizes.approve, sizes.waiting);
+  const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-long-runs-'));
+  await chmod(workDir, 0o755);
+  const [postgres, temporal] = await Promise.all([
+    startEmbeddedPostgres({ dataDir: path.join(workDir, 'postgres'), persistent: false }),
+    startTemporalDevServer({ namespace: 'default' }),
+  ]);
+  try {
+    const admin = createDb(postgres.url, { poolSize: 1 });
+    await sql.raw('CREATE DATABASE bench_long_runs').execute(admin);
+    await admin.destroy();
+    const config = loadConfig({ ...process.env, DATA_DIR: workDir, LOG_LEVEL: 'silent' });
+    const databaseUrl = postgres.urlFor('bench_long_runs');
+    const deps = await connectAppDeps(config, { databaseUrl, temporalAddress: temporal.address });
+    await migrateToLatest(deps.db);
+    // A bundle made here, as `npm start` does: the worker's memory is then its own, not webpack's.
+    const bundlePath = path.join(workDir, 'workflow-bundle.js');
+    await writeFile(bundlePath, (await bundleWorkflows()).code);
+    const worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, DATA_DIR: workDir, WORKFLOW_BUNDLE_PATH: bundlePath });
+    try {
+      await Promise.race([waitForWorker(deps), worker.exited]);
+      console.log(`\nLong runs (issue 44): ${JSON.stringify(sizes)}`);
+      await benchLongRuns(deps, worker.pid!, sizes);
+      console.log('\n(one run; the machine is shared, so read the figures as an order of magnitude)');
+    } finally {
+      await worker.stop();
+      await deps.close();
+    }
+  } finally {
+    await temporal.stop();
+    await postgres.stop();
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
