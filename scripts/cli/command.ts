@@ -65,6 +65,7 @@ export function defineCommand<F extends FlagSpecs>(definition: {
   run(flags: ParsedFlags<F>, ctx: CliContext): Promise<Record<string, unknown>>;
 }): Command {
   const shape = Object.fromEntries(Object.entries(definition.flags).map(([name, spec]) => [name, spec.schema])) as { [K in keyof F]: F[K]['schema'] };
-  const run = (flags: Record<string, string>, ctx: CliContext) => definition.run(readFlags(flags, shape) as ParsedFlags<F>, ctx);
+  // Async, so a flag refused by readFlags is a rejected promise like every other failure of a command.
+  const run = async (flags: Record<string, string>, ctx: CliContext) => definition.run(readFlags(flags, shape) as ParsedFlags<F>, ctx);
   return Object.assign(run, { summary: definition.summary, prints: definition.prints, flags: definition.flags });
 }
