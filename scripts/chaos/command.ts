@@ -57,8 +57,9 @@ export async function runChaosCommand(command: ChaosCommand, argv: string[]): Pr
   }
   const all: ChaosFigures[] = [];
   for (let round = 1; round <= parsed.rounds; round++) {
-    const seed = parsed.options.seed === undefined ? undefined : parsed.options.seed + round - 1;
-    const figures = await runChaos({ ...defaultChaosOptions, ...command.defaults, ...parsed.options, ...(seed === undefined ? {} : { seed }) });
+    // Each round its own kill order: the given seed (or the default, from the clock) plus the round.
+    const seed = (parsed.options.seed ?? defaultChaosOptions.seed) + round - 1;
+    const figures = await runChaos({ ...defaultChaosOptions, ...command.defaults, ...parsed.options, seed });
     all.push(figures);
     process.stdout.write(`\n${formatTable(figures)}\n${summaryLine(figures, round, parsed.rounds)}\n`);
   }

@@ -42,6 +42,8 @@ export interface RequestRecord {
   /** When each silent read was given up, and the last id received then (to tell waiting from stalling). */
   idleAt: Array<{ at: number; lastId: number | null }>;
   refusedResumes: number;
+  /** The run request sent again with its Idempotency-Key after a 503 that named no run. */
+  retries: number;
   malformedFrames: number;
   /** The terminal event type received (SSE), or null. */
   terminal: string | null;
@@ -56,7 +58,7 @@ const headers = (apiKey: string, extra: Record<string, string> = {}) => ({ autho
 function newRecord(mode: RequestRecord['mode']): RequestRecord {
   return {
     tag: randomUUID(), mode, startedAt: Date.now(), endedAt: 0, outcome: 'failure', status: null, retryAfter: null,
-    refusalsWithoutRetryAfter: 0, runId: null, frames: [], resumes: 0, idleResumes: 0, idleAt: [], refusedResumes: 0, malformedFrames: 0, terminal: null,
+    refusalsWithoutRetryAfter: 0, runId: null, frames: [], resumes: 0, idleResumes: 0, idleAt: [], refusedResumes: 0, retries: 0, malformedFrames: 0, terminal: null,
   };
 }
 
@@ -85,13 +87,28 @@ async function classify(record: RequestRecord, res: Response): Promise<void> {
   }
 }
 
-function runRequest(ctx: DriveContext, record: RequestRecord, stream: boolean): Promise<Response> {
-  return fetch(`${ctx.apiUrl}/api/released-app/${ctx.deploymentId}/run`, {
-    method: 'POST',
-    headers: headers(ctx.apiKey, { 'content-type': 'application/json' }),
-    body: JSON.stringify({ inputs: { tag: record.tag }, stream, ...(stream ? { format: 'sse' } : {}), timeout: RUN_TIMEOUT_SECONDS }),
-    signal: AbortSignal.timeout(REQUEST_DEADLINE_MS),
-  });
+/**
+ * The run request as a careful client sends it: with an Idempotency-Key (its tag), and sent again
+ * with the same key after a 503 that named no run, as Retry-After says, until the deadline. A
+ * retry can start no second run and charge nothing twice (the key returns the first run); the last
+ * answer is the one classified.
+ */
+async function runRequest(ctx: DriveContext, record: RequestRecord, stream: boolean): Promise<Response> {
+  const deadline = record.startedAt + REQUEST_DEADLINE_MS;
+  for (;;) {
+    const res = await fetch(`${ctx.apiUrl}/api/released-app/${ctx.deploymentId}/run`, {
+      method: 'POST',
+      headers: headers(ctx.apiKey, { 'content-type': 'application/json', 'idempotency-key': record.tag }),
+      body: JSON.stringify({ inputs: { tag: record.tag }, stream, ...(stream ? { format: 'sse' } : {}), timeout: RUN_TIMEOUT_SECONDS }),
+      signal: AbortSignal.timeout(Math.max(1_000, deadline - Date.now())),
+    });
+    if (res.status !== 503 || res.headers.get('x-run-id') || Date.now() > deadline - 5_000) return res;
+    noteRefusal(record, res);
+    record.retries += 1;
+    await res.arrayBuffer().catch(() => {});
+    const retryAfter = Number(res.headers.get('retry-after'));
+    await sleep(Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 5) * 1000 : PAUSE_AFTER_REFUSAL_MS);
+  }
 }
 
 async function jsonRequest(ctx: DriveContext): Promise<RequestRecord> {

@@ -16,6 +16,8 @@ export interface ChaosFigures {
   requests: {
     total: number; json: number; sse: number; ok: number; refused: number; serverErrors: number; failures: number;
     resumedStreams: number; resumes: number; idleResumes: number; refusedResumes: number;
+    /** Run requests sent again with their Idempotency-Key after a 503 that named no run. */
+    retried: number; retries: number;
   };
   runs: { accepted: number; completed: number; withdrawn: number; endedOtherwise: Record<string, number>; streamsChecked: number };
   /** Each must be 0. */
@@ -75,6 +77,7 @@ export function buildFigures(input: {
       serverErrors: serverErrors.length, failures: failures.length,
       resumedStreams: sse.filter((r) => r.resumes > 0).length, resumes: sum(sse.map((r) => r.resumes)),
       idleResumes: sum(sse.map((r) => r.idleResumes)), refusedResumes: sum(sse.map((r) => r.refusedResumes)),
+      retried: records.filter((r) => r.retries > 0).length, retries: sum(records.map((r) => r.retries ?? 0)),
     },
     runs: {
       accepted: counts?.accepted ?? 0, completed: counts?.completed ?? 0, withdrawn: counts?.withdrawn ?? 0,
@@ -147,7 +150,8 @@ export function formatTable(figures: ChaosFigures): string {
     null,
     ['requests (json / sse)', `${requests.total} (${requests.json} / ${requests.sse})`],
     ['  answered 200', String(requests.ok)],
-    ['  refused 503', String(requests.refused)],
+    ['  refused 503 (in the end)', String(requests.refused)],
+    ['  sent again after a 503 with the same Idempotency-Key (requests, retries)', `${requests.retried} (${requests.retries})`],
     ['  streams resumed (resumes, after silence, refused)', `${requests.resumedStreams} (${requests.resumes}, ${requests.idleResumes}, ${requests.refusedResumes})`],
     null,
     ['runs accepted', String(runs.accepted)],

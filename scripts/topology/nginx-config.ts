@@ -24,7 +24,9 @@ export const composeProxy: ProxyOptions = { listen: '8080', upstreams: ['api:300
  * - The API trusts X-Forwarded-For/-Proto/-Host from its proxy (TRUST_PROXY), so rate limits and
  *   audit lines see the caller's address, not nginx's.
  * - A request that could not reach one API (refused connection: it was killed) goes to the other;
- *   a request an API already received is never sent twice (nginx's default for POST).
+ *   a request an API already received is never sent twice (nginx's default for POST). When the API
+ *   holding a request dies, the caller gets what the API itself answers during an outage: 503 with
+ *   Retry-After, naming the retry that is safe (the same Idempotency-Key returns the same run).
  * - Bodies up to the largest upload the API accepts (STORAGE_MAX_UPLOAD_BYTES, 50 MiB) plus form overhead.
  */
 export function renderProxyConfig(options: ProxyOptions): string {
@@ -58,6 +60,13 @@ server {
     proxy_send_timeout 3600s;
     proxy_next_upstream error timeout;
     proxy_next_upstream_tries 2;
+    error_page 502 504 = @api_unavailable;
+  }
+
+  location @api_unavailable {
+    default_type application/json;
+    add_header Retry-After 1 always;
+    return 503 '{"error":"dependency_unavailable","message":"The API process serving this request went away; retry it (with the same Idempotency-Key, it starts no second run)"}';
   }
 }
 `;
