@@ -27,9 +27,10 @@ export const approvalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     },
   }, async (request) => {
     const principal = principalOf(request);
-    // Following a run is open to its OAuth and schedule callers too; deciding is for the team's people and keys.
-    if (principal.kind !== 'jwt' && principal.kind !== 'api-key') throw new AppError(403, 'Only members of the run\'s team and its API keys decide approvals');
+    // A run the caller cannot follow is 404 whoever asks; following is open to the run's OAuth and
+    // schedule callers too, but deciding is for the team's people and keys.
     const run = await requireVisibleRun(deps.db, request.params.runId, principal);
+    if (principal.kind !== 'jwt' && principal.kind !== 'api-key') throw new AppError(403, 'Only members of the run\'s team and its API keys decide approvals');
     const decidedBy = principal.kind === 'jwt' ? `user:${principal.userId}` : `api-key:${principal.apiKeyId}`;
     return decideApproval(deps.db, deps.temporal.client, { runId: run.id, blockId: request.params.blockId }, { ...request.body, decidedBy });
   });
