@@ -182,6 +182,24 @@ describe('background runs and callbacks', () => {
     expect(received).toEqual([]);
   });
 
+  it('a background run with an Idempotency-Key is started and charged once', async () => {
+    const { deploymentId } = await publishDirect(stack.db, quickGraph, { teamId });
+    const key = `bg-${Date.now()}`;
+    const send = () => stack.app.inject({
+      method: 'POST', url: `/api/released-app/${deploymentId}/run`, headers: { authorization: `Bearer ${apiKey}`, 'idempotency-key': key },
+      payload: { inputs: { q: 'x' }, mode: 'background' },
+    });
+    const balanceBefore = await balance();
+    const first = await send();
+    const second = await send();
+    expect([first.statusCode, second.statusCode]).toEqual([202, 202]);
+    expect(second.json().runId).toBe(first.json().runId);
+    expect((await stack.db.selectFrom('runs').select('id').where('deployment_id', '=', deploymentId).execute()).length).toBe(1);
+    expect(balanceBefore - await balance()).toBeGreaterThan(0);
+    const charges = await stack.db.selectFrom('credit_transactions').select('id').where('reference', '=', `run:${first.json().runId}`).execute();
+    expect(charges).toHaveLength(1);
+  });
+
   it('/v1 takes mode background too', async () => {
     const res = await run(quickGraph, { input: 'x', mode: 'background', callback: { url: receiverUrl } }, '/v1/workflows/:id/run');
     expect(res.statusCode).toBe(202);

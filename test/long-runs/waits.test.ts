@@ -173,6 +173,14 @@ describe('runs that wait: wait and approval blocks', () => {
       expect((await ended(res.json().runId)).status).toBe('completed');
     });
 
+    it('/v1 answers a run that begins to wait with the same 202', async () => {
+      const { documentId } = await publishDirect(stack.db, waitGraph({ seconds: 1 }), { teamId });
+      const res = await stack.app.inject({ method: 'POST', url: `/v1/workflows/${documentId}/run`, headers: { authorization: `Bearer ${apiKey}` }, payload: { input: 'x' } });
+      expect(res.statusCode).toBe(202);
+      expect(res.json()).toMatchObject({ status: 'waiting', waiting: { blockId: 'pause', blockType: 'wait' }, eventsUrl: `/api/runs/${res.json().runId}/events` });
+      expect((await ended(res.json().runId)).status).toBe('completed');
+    });
+
     it('a templated wait that renders nonsense fails its block at run time', async () => {
       const res = await run(await publish(waitGraph({ until: '{{q}}' })), { inputs: { q: 'soon' }, stream: false });
       expect(res.statusCode).toBe(200);
