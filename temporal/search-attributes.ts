@@ -3,7 +3,7 @@ import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair
 // Custom search attributes: what an operator filters executions by in the Temporal UI and CLI
 // (`temporal workflow list --query "WfTeamId='…'"`). Keyword = exact match. Every server the service
 // talks to must have them registered (the dev server through `--search-attribute`, docker-compose
-// through its one-shot `temporal-search-attributes` service), or starts that set them are refused.
+// through its one-shot `temporal-namespace` service, the topology at each start), or starts that set them are refused.
 // Safe in workflow code: only @temporalio/common, no I/O.
 
 export const searchAttributeKeys = {

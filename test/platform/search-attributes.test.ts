@@ -49,15 +49,17 @@ describe('search attributes operators filter executions by', () => {
 
   it('docker-compose registers every one of them before the API and worker start', () => {
     const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as {
-      services: Record<string, { image?: string; command?: string[]; depends_on?: Record<string, { condition: string }> }>;
+      services: Record<string, { image?: string; command?: string[]; depends_on?: Record<string, { condition: string }> | string[] }>;
     };
-    const registrar = compose.services['temporal-search-attributes']!;
+    const registrar = compose.services['temporal-namespace']!;
     expect(registrar.image).toMatch(/^temporalio\/admin-tools:/);
     const script = registrar.command!.join(' ');
     for (const { name } of searchAttributeDefinitions) expect(script).toMatch(new RegExp(`--name ${name} --type Keyword\\b`));
-    expect(registrar.depends_on).toMatchObject({ temporal: { condition: 'service_healthy' } });
+    // It waits for the server itself (`temporal operator cluster health` in a loop): the server image has no health check.
+    expect(registrar.depends_on).toEqual(['temporal']);
+    expect(script).toContain('temporal operator cluster health --address temporal:7233');
     for (const name of ['api', 'worker']) {
-      expect(compose.services[name]!.depends_on).toMatchObject({ 'temporal-search-attributes': { condition: 'service_completed_successfully' } });
+      expect(compose.services[name]!.depends_on).toMatchObject({ 'temporal-namespace': { condition: 'service_completed_successfully' } });
     }
   });
 });
