@@ -1,7 +1,7 @@
 // The engine's floor beside the run path's rows (issue 43): a no-op workflow (start, one workflow
-// task, complete) on the same Temporal server as the `npm start` being measured, under the same
-// concurrency and duration, with its CPU per workflow. The demo run cannot cost less than this
-// while every run is a durable workflow; the ratio says how close it is.
+// task, complete) on the same Temporal server as the service being measured, under the same
+// concurrency, with its CPU per workflow. The demo run cannot cost less than this while every run
+// is a durable workflow; the ratio says how close it is.
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { startFloorWorker } from './floor-worker.js';
@@ -9,14 +9,21 @@ import type { CpuSnapshot } from './npm-start.js';
 
 export interface EngineFloor { runsPerSecond: number; cpuPerRun: CpuSnapshot }
 
+export interface EngineFloorLoad {
+  /**
+   * One timed window of `connections` callers executing no-op workflows back to back. CPU counted:
+   * this process (the callers and the worker, in place of the API and the service's worker) and the
+   * engine's own processes (`engineCpuMs`: the Temporal server, and the PostgreSQL it persists to
+   * when it is not the dev server's embedded SQLite).
+   */
+  measure(seconds: number): Promise<EngineFloor>;
+  stop(): Promise<void>;
+}
+
 const selfCpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
 
-/**
- * `connections` callers each executing no-op workflows back to back, a warm-up and then the timed
- * window. CPU counted: this process (the callers and the worker, in place of the API and the
- * service's worker) and the Temporal server's (`temporalCpuMs`).
- */
-export async function measureEngineFloor(options: { temporalAddress: string; temporalCpuMs(): number; connections: number; warmupSeconds: number; seconds: number }): Promise<EngineFloor> {
+/** A worker for the no-op workflow and its callers on the given server, warmed up once. */
+export async function startEngineFloor(options: { temporalAddress: string; engineCpuMs(): CpuSnapshot; connections: number; warmupSeconds: number }): Promise<EngineFloorLoad> {
   const floor = await startFloorWorker(options.temporalAddress);
   const connection = await Connection.connect({ address: options.temporalAddress });
   const client = new Client({ connection });
@@ -31,18 +38,38 @@ export async function measureEngineFloor(options: { temporalAddress: string; tem
     }));
     return done;
   };
+  const stop = async () => { await connection.close(); await floor.stop(); };
   try {
     await load(options.warmupSeconds);
-    const [selfBefore, temporalBefore, startedAt] = [selfCpuMs(), options.temporalCpuMs(), performance.now()];
-    const done = await load(options.seconds);
-    const seconds = (performance.now() - startedAt) / 1000;
-    const perRun = (ms: number) => ms / Math.max(1, done);
-    return {
-      runsPerSecond: done / seconds,
-      cpuPerRun: { 'callers and worker': perRun(selfCpuMs() - selfBefore), Temporal: perRun(options.temporalCpuMs() - temporalBefore) },
-    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    async measure(seconds) {
+      const [selfBefore, engineBefore, startedAt] = [selfCpuMs(), options.engineCpuMs(), performance.now()];
+      const done = await load(seconds);
+      const elapsed = (performance.now() - startedAt) / 1000;
+      const [selfAfter, engineAfter] = [selfCpuMs(), options.engineCpuMs()];
+      const perRun = (ms: number) => ms / Math.max(1, done);
+      return {
+        runsPerSecond: done / elapsed,
+        cpuPerRun: {
+          'callers and worker': perRun(selfAfter - selfBefore),
+          ...Object.fromEntries(Object.keys(engineAfter).map((name) => [name, perRun(engineAfter[name]! - (engineBefore[name] ?? 0))])),
+        },
+      };
+    },
+    stop,
+  };
+}
+
+/** Warm-up, one timed window, stop: the floor measured once beside a service's load. */
+export async function measureEngineFloor(options: { temporalAddress: string; engineCpuMs(): CpuSnapshot; connections: number; warmupSeconds: number; seconds: number }): Promise<EngineFloor> {
+  const floor = await startEngineFloor(options);
+  try {
+    return await floor.measure(options.seconds);
   } finally {
-    await connection.close();
     await floor.stop();
   }
 }

@@ -101,7 +101,7 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<S
       body: JSON.stringify({ inputs: { name: 'Ada', n: 21 }, stream: false }),
     },
     cpu,
-    engineFloor: (options) => measureEngineFloor({ ...options, temporalAddress: runtime.temporalAddress, temporalCpuMs: () => cpu().Temporal ?? 0 }),
+    engineFloor: (options) => measureEngineFloor({ ...options, temporalAddress: runtime.temporalAddress, engineCpuMs: () => ({ Temporal: cpu().Temporal ?? 0 }) }),
     async webhookTarget() {
       // The trigger's call budget (60 a minute by default) would refuse a load: raise it, as an operator would.
       await promisify(execFile)('npm', ['run', '--silent', 'cli', '--', 'settings', 'set', '--key', 'webhook_trigger.rate_limit', '--value', '{"perMinute":100000000}'], { cwd: repoRoot, env: childEnv });
