@@ -118,6 +118,7 @@ describe('ensureTestDependencies', () => {
       ['/usr/bin/redis-server', 'redis-server'],
       ['/usr/bin/curl', 'curl'],
       ['/usr/sbin/dovecot', 'dovecot-imapd'],
+      ['/usr/sbin/nginx', 'nginx'],
     ]);
   });
 });
