@@ -9,6 +9,8 @@ export interface ChaosLayout {
   name: string;
   entry: string;
   targets: Record<string, readonly string[]>;
+  /** Also keep a schedule firing every second through the kills (scripts/chaos/schedules.ts). */
+  scheduleEverySecond?: boolean;
 }
 
 /** `npm start` with its worker in a process of its own (START_WORKER=process, set by the stack). */
@@ -23,4 +25,5 @@ export const topologyLayout: ChaosLayout = {
   name: 'topology',
   entry: fileURLToPath(new URL('../topology.ts', import.meta.url)),
   targets: { api: ['api-1', 'api-2'], worker: ['worker-1', 'worker-2'], temporal: ['temporal'], postgres: ['postgres'] },
+  scheduleEverySecond: true,
 };

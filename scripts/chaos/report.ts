@@ -3,6 +3,7 @@
 import type { RunCounts } from './count.js';
 import type { RequestRecord } from './drive.js';
 import type { KillRecord } from './kill.js';
+import type { ScheduleFigures } from './schedules.js';
 import { median } from './timing.js';
 
 export interface ChaosFigures {
@@ -42,6 +43,8 @@ export interface ChaosFigures {
     /** Streams silent for 30 s while an event of theirs was already stored (resumed without a gap). */
     stalledStreams: number;
   };
+  /** The every-second schedule (the topology's run): its lost runs, double charges and late returns are violations too. */
+  schedules: ScheduleFigures | null;
   /** Up to 10 run ids / details per violation, to start an investigation from. */
   examples: Record<string, unknown[]>;
   dataDir: string | null;
@@ -51,7 +54,7 @@ const sample = <T>(items: T[]) => items.slice(0, 10);
 
 export function buildFigures(input: {
   layout: string; targets: string[]; seed: number; startedAt: number; planned: number; kills: KillRecord[]; records: RequestRecord[]; counts: RunCounts | null;
-  harnessErrors: string[]; stackStoppedCleanly: boolean | null; dataDir: string | null;
+  schedules?: ScheduleFigures | null; harnessErrors: string[]; stackStoppedCleanly: boolean | null; dataDir: string | null;
 }): ChaosFigures {
   const { kills, records, counts } = input;
   const healed = (list: KillRecord[]) => list.flatMap((k) => (k.healMs === null ? [] : [k.healMs]));
@@ -103,6 +106,7 @@ export function buildFigures(input: {
       refusedNamingRun: counts?.refusedNamingRun.length ?? 0,
       stalledStreams: counts?.stalledStreams.length ?? 0,
     },
+    schedules: input.schedules ?? null,
     examples: {
       lost: sample(counts?.lost ?? []),
       chargedTwice: sample(counts?.chargedTwice ?? []),
@@ -132,10 +136,23 @@ function brief(record: RequestRecord) {
 }
 
 export function violationCount(figures: ChaosFigures): number {
-  return sum(Object.values(figures.violations));
+  const schedules = figures.schedules;
+  return sum(Object.values(figures.violations)) + (schedules ? schedules.lost + schedules.chargedTwice + schedules.lateAfterOutage : 0);
 }
 
 const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`);
+
+function scheduleRows(schedules: ScheduleFigures): Array<[string, string] | null> {
+  const known = schedules.nextFireAfterHealMs.flatMap(({ ms }) => (ms === null ? [] : [ms]));
+  return [
+    ['every-second schedule: fires logged, runs made', `${schedules.fires}, ${schedules.runs}`],
+    ['  first scheduled run after each outage ended, max', known.length ? `${(Math.max(...known) / 1000).toFixed(2)} s (${schedules.nextFireAfterHealMs.map(({ child, ms }) => `${child} ${ms === null ? 'never' : `${(ms / 1000).toFixed(2)} s`}`).join(', ')})` : '-'],
+    [`${schedules.lost ? '!!' : 'ok'} schedule runs lost`, String(schedules.lost)],
+    [`${schedules.chargedTwice ? '!!' : 'ok'} schedule runs charged twice`, String(schedules.chargedTwice)],
+    [`${schedules.lateAfterOutage ? '!!' : 'ok'} outages after which no scheduled run started within 1 s`, String(schedules.lateAfterOutage)],
+    null,
+  ];
+}
 
 /** A two-column table: figure, value. Violations are marked so a glance finds them. */
 export function formatTable(figures: ChaosFigures): string {
@@ -162,6 +179,7 @@ export function formatTable(figures: ChaosFigures): string {
     null,
     ...Object.entries(violations).map(([name, n]): [string, string] => [`${n ? '!!' : 'ok'} ${name}`, String(n)]),
     null,
+    ...(figures.schedules ? scheduleRows(figures.schedules) : []),
     ['503 naming an accepted run (note)', String(notes.refusedNamingRun)],
     ['streams stalled with an event waiting (note)', String(notes.stalledStreams)],
     ['json status mismatches (note)', String(notes.jsonStatusMismatches)],

@@ -13,6 +13,7 @@ import { runKillLoop, type KillRecord } from './kill.js';
 import { npmStartLayout, type ChaosLayout } from './layout.js';
 import { killPlan, seededRng } from './random.js';
 import { prepareChaosApp } from './setup.js';
+import { countScheduleFires, startEverySecondSchedule, stopSchedule, type ScheduleFigures, type ScheduleTarget } from './schedules.js';
 import { buildFigures, violationCount, type ChaosFigures } from './report.js';
 import { isReady, startStack, type ChaosStack } from './stack.js';
 import { sleep, until, within } from './timing.js';
@@ -72,6 +73,8 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   const kills: KillRecord[] = [];
   let drivers: Drivers | undefined;
   let counts: RunCounts | null = null;
+  let scheduleId: string | undefined;
+  let schedules: ScheduleFigures | null = null;
   let stackStoppedCleanly: boolean | null = null;
   let llm: FakeLlm | undefined;
   let stack: ChaosStack | undefined;
@@ -82,6 +85,8 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
     // A pool of our own for setup and counting; idle connections dropped by a PostgreSQL kill are discarded.
     db = createDb(stack.info.databaseUrl, { poolSize: 2, applicationName: 'wfapp-chaos', onConnectionError: () => {} });
     const app = await within(prepareChaosApp(db, stack.info.demo.teamId), 30_000, 'publishing the chaos app');
+    const scheduleTarget: ScheduleTarget = { apiUrl: stack.info.apiUrl, apiKey: stack.info.demo.apiKey, projectId: stack.info.demo.projectId, deploymentId: stack.info.demo.deploymentId };
+    if (options.layout.scheduleEverySecond) scheduleId = await within(startEverySecondSchedule(db, scheduleTarget), 60_000, 'creating the every-second schedule');
     drivers = startDrivers({ apiUrl: stack.info.apiUrl, apiKey: stack.info.demo.apiKey, deploymentId: app.deploymentId, clients: options.clients, seed: options.seed });
     await sleep(3_000); // runs in flight before the first kill
 
@@ -95,6 +100,11 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
     await within(drivers.stop(), options.drainTimeoutMs, 'clients finishing their requests').catch((error: Error) => harnessErrors.push(error.message));
     await until(async () => (await isReady(stack!.info.apiUrl)) || undefined, 60_000, 'stack ready after the kills')
       .catch((error: Error) => harnessErrors.push(error.message));
+    if (scheduleId) {
+      await stopSchedule(scheduleTarget, scheduleId).catch((error: Error) => harnessErrors.push(`disabling the schedule: ${error.message}`));
+      await sleep(5_000); // its last fires' runs (a fraction of a second each) end
+      schedules = await within(countScheduleFires(db, scheduleId, kills), 60_000, 'counting the schedule');
+    }
     log(`${drivers.records.length} requests made; waiting for open runs to end`);
     await until(async () => ((await openRuns(db!, app.deploymentId)) === 0 ? true : undefined), options.settleTimeoutMs, 'open runs ending', 1_000)
       .catch(async () => log(`${await openRuns(db!, app.deploymentId).catch(() => '?')} runs still open after ${options.settleTimeoutMs / 1000} s`));
@@ -113,7 +123,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   }
 
   let figures = buildFigures({
-    layout: options.layout.name, targets, seed: options.seed, startedAt, planned: options.kills, kills, records: drivers?.records ?? [], counts, harnessErrors, stackStoppedCleanly, dataDir,
+    layout: options.layout.name, targets, seed: options.seed, startedAt, planned: options.kills, kills, records: drivers?.records ?? [], counts, schedules, harnessErrors, stackStoppedCleanly, dataDir,
   });
   // What every client saw, next to the stack's log, for whoever investigates a kept data dir.
   await writeFile(path.join(dataDir, 'requests.json'), JSON.stringify(drivers?.records ?? [])).catch(() => {});

@@ -22,7 +22,7 @@ export interface StackInfo {
   apiUrl: string;
   databaseUrl: string;
   temporalAddress: string;
-  demo: { apiKey: string; teamId: string };
+  demo: { apiKey: string; teamId: string; projectId: string; deploymentId: string };
   /** Supervised children by name; null while one is down. */
   children: Record<string, number | null>;
 }

@@ -1,0 +1,83 @@
+// A schedule firing every second through the kills (issue 43, the topology's chaos run): created
+// through the service's API on the demo app (a quick one, so fires never overlap), disabled after
+// the kill loop, then counted from its log and runs: every fire's run ended and charged once, and
+// after each outage a scheduled run started within one interval of the outage's end.
+import { sql } from 'kysely';
+import type { Database } from '../../shared/db/client.js';
+import { planCodes } from '../../shared/identity/schemas.js';
+import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
+import type { KillRecord } from './kill.js';
+import { sleep } from './timing.js';
+
+const INTERVAL_MS = 1_000;
+
+export interface ScheduleTarget { apiUrl: string; apiKey: string; projectId: string; deploymentId: string }
+
+export interface ScheduleFigures {
+  scheduleId: string;
+  /** Fires the schedule logged, and the runs they made. */
+  fires: number;
+  runs: number;
+  /** Violations: runs left open, runs charged more than once, outages after which it did not fire again within an interval. */
+  lost: number;
+  chargedTwice: number;
+  lateAfterOutage: number;
+  /**
+   * Per kill: from the outage's end to the first scheduled run started after it (ms; null: none).
+   * A fire the outage held up counts: the overlap policy (skip) keeps one fire pending, which runs
+   * once the outage ends, with its own earlier fire time; fires while it runs are skipped.
+   */
+  nextFireAfterHealMs: Array<{ child: string; ms: number | null }>;
+}
+
+/** The same call through the origin until it answers (an API may be restarting under the kills). */
+async function call(target: ScheduleTarget, method: string, path: string, body: unknown, deadlineMs = 60_000): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + deadlineMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    const res = await fetch(`${target.apiUrl}${path}`, {
+      method, headers: { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    }).catch((error: Error) => error);
+    if (!(res instanceof Error) && res.ok) return await res.json() as Record<string, unknown>;
+    last = res instanceof Error ? res.message : `${res.status} ${await res.text()}`;
+    await sleep(500);
+  }
+  throw new Error(`${method} ${path}: ${last}`);
+}
+
+/** Lets schedules fire every second (an operator's setting; the default plans allow one a minute at most), then creates one. */
+export async function startEverySecondSchedule(db: Database, target: ScheduleTarget): Promise<string> {
+  await upsertSiteSetting(db, 'team.quota_limits.schedules', Object.fromEntries(['default', ...planCodes].map((plan) => [plan, { maxEnabled: 100, minIntervalSeconds: 1 }])));
+  // Running APIs see a setting within moments: the create is retried until they do.
+  const created = await call(target, 'POST', `/projects/${target.projectId}/schedules`, {
+    name: 'chaos: every second', cron_expression: '* * * * * *', deployment_id: target.deploymentId,
+    trigger_config: { inputs: { name: 'Ada', n: 1 } }, max_retries: 0,
+  });
+  return (created.schedule as { id: string }).id;
+}
+
+export async function stopSchedule(target: ScheduleTarget, scheduleId: string): Promise<void> {
+  await call(target, 'PUT', `/projects/${target.projectId}/schedules/${scheduleId}`, { enabled: false });
+}
+
+export async function countScheduleFires(db: Database, scheduleId: string, kills: KillRecord[]): Promise<ScheduleFigures> {
+  const fires = await db.selectFrom('schedule_logs').select(['started_at', 'run_id']).where('schedule_id', '=', scheduleId).orderBy('started_at').execute();
+  const runIds = fires.flatMap((fire) => (fire.run_id ? [fire.run_id] : []));
+  const { rows } = runIds.length ? await sql<{ id: string; status: string; charge_rows: string }>`
+    SELECT r.id, r.status,
+      (SELECT count(*) FROM credit_transactions t WHERE t.reason = 'run' AND t.reference = 'run:' || r.id::text) AS charge_rows
+    FROM runs r WHERE r.id = ANY(${runIds}::uuid[])`.execute(db) : { rows: [] };
+  const fireTimes = fires.map((fire) => fire.started_at.getTime());
+  const nextFireAfterHealMs = kills.filter((kill) => kill.healMs !== null).map((kill) => {
+    const end = kill.at + kill.healMs!;
+    const next = fireTimes.find((time) => time >= end);
+    return { child: kill.child, ms: next === undefined ? null : next - end };
+  });
+  return {
+    scheduleId, fires: fires.length, runs: rows.length,
+    lost: rows.filter((row) => row.status === 'running' || row.status === 'waiting').length,
+    chargedTwice: rows.filter((row) => Number(row.charge_rows) > 1).length,
+    lateAfterOutage: nextFireAfterHealMs.filter(({ ms }) => ms === null || ms > INTERVAL_MS).length,
+    nextFireAfterHealMs,
+  };
+}
