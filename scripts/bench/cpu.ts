@@ -4,6 +4,9 @@ import { existsSync, readFileSync } from 'node:fs';
 // Throughput on these 2 cores is bound by CPU, shared by the service, the Temporal server and
 // PostgreSQL: the bench prints each one's CPU per run so a figure comes with where its time went.
 
+/** CPU time (ms) of each process of a service, read before and after a load. */
+export type CpuSnapshot = Record<string, number>;
+
 /** Clock ticks per second of /proc's times (USER_HZ, 100 on every mainstream Linux). */
 const ticksPerSecond = (() => {
   try { return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100; } catch { return 100; }

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { startFloorWorker } from './floor-worker.js';
-import type { CpuSnapshot } from './npm-start.js';
+import type { CpuSnapshot } from './cpu.js';
 
 export interface EngineFloor { runsPerSecond: number; cpuPerRun: CpuSnapshot }
 

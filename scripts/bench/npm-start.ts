@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { findFreePort } from '../../shared/ports.js';
-import { processTreeCpuMs } from './cpu.js';
+import { processTreeCpuMs, type CpuSnapshot } from './cpu.js';
 import { measureEngineFloor, type EngineFloor } from './engine-floor.js';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
@@ -43,8 +43,6 @@ export async function loadWith(target: LoadTarget, options: { connections: numbe
   return JSON.parse(stdout) as AutocannonResult;
 }
 
-/** CPU time (ms) of each process of a service, read before and after a load. */
-export type CpuSnapshot = Record<string, number>;
 
 export interface StartedService {
   name: string;

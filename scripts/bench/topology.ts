@@ -7,9 +7,9 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startTopology } from '../topology/start.js';
-import { processTreeCpuMs } from './cpu.js';
+import { processTreeCpuMs, type CpuSnapshot } from './cpu.js';
 import { startEngineFloor, type EngineFloor } from './engine-floor.js';
-import { cpuLine, loadWith, type CpuSnapshot } from './npm-start.js';
+import { cpuLine, loadWith } from './npm-start.js';
 
 const LOAD = { connections: 50, warmupSeconds: 5 };
 /** Demo and floor take turns in short windows, so the machine's drift (other work, thermal) hits both alike. */
