@@ -1,6 +1,6 @@
 import { approvalUrlOf, newApprovalToken } from '../../shared/app-runs/approvals/tokens.js';
 import type { ApprovalDecision, EnterRunWaitInput, EnterRunWaitResult, KeyedRunEvent } from '../../shared/app-runs/contracts.js';
-import { waitDuration } from '../../shared/app-runs/wait-rules.js';
+import { waitDuration } from '../../shared/documents/wait-rules.js';
 import { enterWait, leaveWait, settleApproval } from '../../shared/app-runs/waits-repository.js';
 import { newId } from '../../shared/ids.js';
 import type { ActivityDeps } from '../deps.js';

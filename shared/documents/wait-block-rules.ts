@@ -1,5 +1,5 @@
-import { fieldsSchemaProblem } from '../app-runs/approvals/fields-schema.js';
-import { isTemplateText, waitDuration } from '../app-runs/wait-rules.js';
+import { fieldsSchemaProblem } from './approval-fields-schema.js';
+import { isTemplateText, waitDuration } from './wait-rules.js';
 import type { Graph, GraphProblem } from './graph-schema.js';
 
 // The checks of `wait` and `approval` blocks that need the site settings and the clock, made when a

@@ -5,7 +5,7 @@ import { dependencyUnavailable, unavailableDependency } from '../../dependency-e
 import { AppError } from '../../errors.js';
 import { workflowIds } from '../../../temporal/workflow-ids.js';
 import { APPROVAL_DECIDED_SIGNAL, type ApprovalDecidedSignal } from '../contracts.js';
-import { dataProblems } from './fields-schema.js';
+import { dataProblems } from '../../documents/approval-fields-schema.js';
 
 // Deciding an approval (CONTRACTS.md "Long runs"), by the route of the run's team or by the link.
 // The decision is stored first and signalled to the run's workflow inside the same transaction:
