@@ -123,3 +123,28 @@ export async function supervise(options: SupervisorOptions): Promise<Supervisor>
     },
   };
 }
+
+export type ChildExit = { code: number | null; signal: NodeJS.Signals | null };
+
+/**
+ * Waits for a child just started to say it serves (`ready`). One that exits first, or stays silent
+ * past `timeoutMs`, is stopped and the start fails with the message for that case.
+ */
+export async function awaitChildReady(options: {
+  ready: Promise<void>; exited: Promise<ChildExit>; stop(): Promise<void>; timeoutMs: number;
+  exitedMessage(exit: ChildExit): string; timeoutMessage: string;
+}): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      options.ready,
+      options.exited.then((exit) => Promise.reject(new Error(options.exitedMessage(exit)))),
+      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(options.timeoutMessage)), options.timeoutMs); }),
+    ]);
+  } catch (error) {
+    await options.stop();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { withParentDeathSignal } from '../../shared/parent-death-signal.js';
-import type { SupervisedChild } from '../../shared/supervisor.js';
+import { awaitChildReady, type SupervisedChild } from '../../shared/supervisor.js';
 
 const workerMain = fileURLToPath(new URL('../../worker/main.ts', import.meta.url));
 const READY_TIMEOUT_MS = 60_000;
@@ -30,18 +30,11 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: str
     clearTimeout(timer);
   };
 
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      new Promise<void>((resolve) => child.on('message', (message) => { if ((message as { ready?: boolean })?.ready) resolve(); })),
-      exited.then(({ code, signal }) => Promise.reject(new Error(`the worker process exited before polling (${signal ? `signal ${signal}` : `code ${code}`})`))),
-      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`the worker process did not poll within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS); }),
-    ]);
-  } catch (error) {
-    await stop();
-    throw error;
-  } finally {
-    clearTimeout(timer);
-  }
+  await awaitChildReady({
+    ready: new Promise<void>((resolve) => child.on('message', (message) => { if ((message as { ready?: boolean })?.ready) resolve(); })),
+    exited, stop, timeoutMs: READY_TIMEOUT_MS,
+    exitedMessage: ({ code, signal }) => `the worker process exited before polling (${signal ? `signal ${signal}` : `code ${code}`})`,
+    timeoutMessage: `the worker process did not poll within ${READY_TIMEOUT_MS / 1000} s`,
+  });
   return { pid: child.pid ?? null, exited, stop };
 }

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { withParentDeathSignal } from '../../shared/parent-death-signal.js';
-import type { SupervisedChild } from '../../shared/supervisor.js';
+import { awaitChildReady, type SupervisedChild } from '../../shared/supervisor.js';
 
 export interface ChildSpec {
   /** Names the child in its log lines and errors: `api-1`, `temporal`, … */
@@ -51,19 +51,11 @@ export async function startChild(spec: ChildSpec): Promise<SupervisedChild> {
   };
 
   const readyTimeoutMs = spec.readyTimeoutMs ?? 60_000;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      spec.ready(),
-      exited.then(({ code, signal }) => Promise.reject(new Error(`${spec.name} exited while starting (${signal ?? `code ${code}`}): ${tail.trim().split('\n').slice(-3).join(' | ')}`))),
-      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${spec.name} did not start within ${readyTimeoutMs / 1000} s (log: ${spec.logFile})`)), readyTimeoutMs); }),
-    ]);
-  } catch (error) {
-    await stop();
-    throw error;
-  } finally {
-    clearTimeout(timer);
-  }
+  await awaitChildReady({
+    ready: spec.ready(), exited, stop, timeoutMs: readyTimeoutMs,
+    exitedMessage: ({ code, signal }) => `${spec.name} exited while starting (${signal ?? `code ${code}`}): ${tail.trim().split('\n').slice(-3).join(' | ')}`,
+    timeoutMessage: `${spec.name} did not start within ${readyTimeoutMs / 1000} s (log: ${spec.logFile})`,
+  });
   return { pid: child.pid ?? null, exited, stop };
 }
 
