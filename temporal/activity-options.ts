@@ -24,6 +24,18 @@ export const runEventsLocalActivity: LocalActivityOptions = {
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
 };
 
+/**
+ * A schedule's fires (issue 43). A worker that dies (SIGKILL) holding a fire keeps it open until
+ * Temporal gives up on that worker, and the schedule skips every fire time while one is open. The
+ * fire's two writes (its log row, its end) are local activities inside its workflow task, and the
+ * fire's tasks and its run's have this short timeout: a dead worker then holds a fire for one such
+ * timeout, plus at most the sticky-queue timeout of the next task (worker/create-workers.ts). As
+ * activities they held it for their own 10 s, then again on the dead worker's sticky queue.
+ * A task here is milliseconds of work (local activities heartbeat it): a slow one costs a replay.
+ */
+export const SCHEDULED_FIRE_TASK_TIMEOUT = '1 second';
+export const scheduleStepLocalActivity: LocalActivityOptions = runEventsLocalActivity;
+
 /** `http` blocks: one request with redirects, 30 s each; network errors retried, refusals are not. */
 export const httpBlockActivity: ActivityOptions = {
   startToCloseTimeout: '2 minutes',

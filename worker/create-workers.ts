@@ -19,9 +19,13 @@ import { taskQueueName, taskQueues, type TaskQueueKey } from '../temporal/task-q
  *   an app run always names the same line of the graph walk (what a run waits for is in its pending
  *   activities and its event log). That was 1.3–1.6 ms of the workflow thread's 3.5 per demo run.
  *   The other queues (sagas, pollers, schedules) keep it; set `true` here to have it for app runs.
+ * - Sticky queue timeout 2 s (the SDK's is 10 s): a task put on the sticky queue of a worker that
+ *   has died waits this long before any other worker may take it. A schedule's fire caught there
+ *   held its schedule (overlap: skip) silent for that long (issue 43); a live worker takes its
+ *   sticky tasks within milliseconds, and one that does not only costs a replay elsewhere.
  */
 const queueOptions: Partial<Record<TaskQueueKey, Partial<WorkerOptions>>> = {
-  appRuns: { nonStickyToStickyPollRatio: 1, maxConcurrentWorkflowTaskExecutions: 200, workflowStackTraces: false },
+  appRuns: { nonStickyToStickyPollRatio: 1, maxConcurrentWorkflowTaskExecutions: 200, workflowStackTraces: false, stickyQueueScheduleToStartTimeout: '2s' },
 };
 
 export interface WorkerSet {

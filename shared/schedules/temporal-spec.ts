@@ -1,6 +1,7 @@
 import type { CalendarSpec, ScheduleOptions, ScheduleOverlapPolicy } from '@temporalio/client';
 import { DAYS_OF_WEEK, MONTHS } from '@temporalio/client';
 import { sha256Hex } from '../crypto.js';
+import { SCHEDULED_FIRE_TASK_TIMEOUT } from '../../temporal/activity-options.js';
 import { scheduledRunSummary, workflowSearchAttributes } from '../../temporal/search-attributes.js';
 import { parseCron, toRanges } from './cron.js';
 
@@ -55,6 +56,7 @@ export function desiredSchedule(row: ScheduleRowForTemporal, target: { scheduleI
   const spec = { calendars: calendarsOf(row.cron_expression, row.timezone), timezone: row.timezone };
   const action = {
     type: 'startWorkflow' as const, workflowType: 'scheduledRunWorkflow', workflowId: target.workflowId, taskQueue: target.taskQueue, args: [{ scheduleId: row.id }],
+    workflowTaskTimeout: SCHEDULED_FIRE_TASK_TIMEOUT,
     ...scheduledRunStartOptions(row),
   };
   const fingerprint = sha256Hex(JSON.stringify({ spec, action, policies: SCHEDULE_POLICIES })).slice(0, 16);

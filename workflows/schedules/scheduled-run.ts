@@ -1,12 +1,14 @@
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
-import { executeChild, isCancellation, proxyActivities, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
+import { executeChild, isCancellation, patched, proxyActivities, proxyLocalActivities, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { ScheduledRunInput, ScheduledRunOutcome } from '../../shared/schedules/contracts.js';
-import { databaseActivity } from '../../temporal/activity-options.js';
+import { SCHEDULED_FIRE_TASK_TIMEOUT, databaseActivity, scheduleStepLocalActivity } from '../../temporal/activity-options.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { appRunWorkflow } from '../app-runs/run-app.js';
 
-const { startScheduledRunAttempt, finishScheduledRunAttempt } = proxyActivities<Activities>(databaseActivity);
+const localSteps = proxyLocalActivities<Activities>(scheduleStepLocalActivity);
+/** Fires started before the steps became local replay with them as activities. */
+const activitySteps = proxyActivities<Activities>(databaseActivity);
 
 /** Set by Temporal on every workflow a Schedule starts: the fire time it was meant for. */
 const scheduledStartTime = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
@@ -24,6 +26,8 @@ export async function scheduledRunWorkflow(input: ScheduledRunInput): Promise<Sc
   const info = workflowInfo();
   const manual = input.manual === true;
   const scheduledAt = manual ? null : info.typedSearchAttributes.get(scheduledStartTime)?.toISOString() ?? null;
+  // Local steps: a worker that dies mid-fire holds the fire for one short task timeout (temporal/activity-options.ts).
+  const { startScheduledRunAttempt, finishScheduledRunAttempt } = patched('scheduled-run-local-steps') ? localSteps : activitySteps;
   for (let attempt = 0; ; attempt += 1) {
     const logId = uuid4();
     const started = await startScheduledRunAttempt({
@@ -35,6 +39,7 @@ export async function scheduledRunWorkflow(input: ScheduledRunInput): Promise<Sc
       await executeChild(appRunWorkflow, {
         workflowId: workflowIds.appRun(started.runId),
         taskQueue: info.taskQueue,
+        workflowTaskTimeout: SCHEDULED_FIRE_TASK_TIMEOUT,
         args: [started.workflowInput ?? { runId: started.runId, trace: false, timeoutSeconds: started.timeoutSeconds ?? null }],
         ...started.startOptions,
       });
