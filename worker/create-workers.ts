@@ -23,9 +23,19 @@ import { taskQueueName, taskQueues, type TaskQueueKey } from '../temporal/task-q
  *   has died waits this long before any other worker may take it. A schedule's fire caught there
  *   held its schedule (overlap: skip) silent for that long (issue 43); a live worker takes its
  *   sticky tasks within milliseconds, and one that does not only costs a replay elsewhere.
+ * - A bounded workflow cache (the SDK sizes it from the heap limit: ~2,300 workflows per queue on
+ *   this machine). Runs that wait for days would otherwise stay in memory until the cache is full,
+ *   ~0.13 MB each (issue 44: 2,000 waiting runs took the worker from 497 to 750 MB). Past the bound
+ *   the least recently used leave it and replay on their next task, a few milliseconds for a run's
+ *   short history; 500 is well above the runs in flight at the throughput this worker reaches.
  */
 const queueOptions: Partial<Record<TaskQueueKey, Partial<WorkerOptions>>> = {
-  appRuns: { nonStickyToStickyPollRatio: 1, maxConcurrentWorkflowTaskExecutions: 200, workflowStackTraces: false, stickyQueueScheduleToStartTimeout: '2s' },
+  appRuns: {
+    nonStickyToStickyPollRatio: 1, maxConcurrentWorkflowTaskExecutions: 200, workflowStackTraces: false, stickyQueueScheduleToStartTimeout: '2s',
+    maxCachedWorkflows: 500,
+  },
+  hardwareSales: { maxCachedWorkflows: 200 },
+  platform: { maxCachedWorkflows: 50 },
 };
 
 export interface WorkerSet {

@@ -30,7 +30,7 @@ import { startWorkerProcess, waitForWorker } from './worker-process.js';
 //  1. W runs waiting at once: the worker's RSS while they wait (target < 300 MB and flat), and the
 //     p50 of other runs before and while they wait (target within 20%).
 //  2. Approving A of them at 50-way: p99 from the approval's 200 to run_complete (target ≤ 250 ms).
-//  3. T runs with a 5 s wait started together: p99 lateness of the timer (target ≤ 1 s).
+//  3. T runs with a 5 s wait started over 50 s, all due in the same minute: p99 lateness (target ≤ 1 s).
 //  4. C runs with a callback: p99 from the terminal event to the first attempt's arrival (≤ 200 ms).
 
 const argValue = (name: string, fallback: number): number => {
@@ -129,8 +129,11 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
 
     // 2. Approving at 50-way.
     const decidedAt = new Map<string, number>();
+    const approvalCalls: number[] = [];
     await pool(waitingIds.slice(0, sizes.approve), 50, async (runId) => {
+      const sent = performance.now();
       await post(`/api/runs/${runId}/approvals/ok`, { approved: true });
+      approvalCalls.push(performance.now() - sent);
       decidedAt.set(runId, Date.now());
     });
     const decided = [...decidedAt.keys()];
@@ -142,10 +145,16 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
     const ends = await sql<{ run_id: string; at: Date }>`SELECT run_id, created_at AS at FROM run_events WHERE run_id = ANY(${decided}::uuid[]) AND type = 'run_complete'`.execute(deps.db);
     const approvalLatency = ends.rows.map((r) => Math.max(0, r.at.getTime() - decidedAt.get(r.run_id)!));
     say(`  approval 200 → run_complete: p50 ${percentile(approvalLatency, 50)} ms, p99 ${percentile(approvalLatency, 99)} ms over ${decided.length} at 50-way (target p99 ≤ 250 ms)`);
+    // The 200 waits (≤ 2 s) for the run to take the decision up (shared/app-runs/approvals/await-taken.ts): what the approver waits.
+    say(`  the approval call itself: p50 ${percentile(approvalCalls, 50).toFixed(0)} ms, p99 ${percentile(approvalCalls, 99).toFixed(0)} ms`);
 
-    // 3. Timers due together.
+    // 3. Timers due in the same minute: started at an even pace over 50 s, each 5 s later due.
     const timerIds: string[] = [];
-    await pool(Array.from({ length: sizes.timers }), 32, async () => {
+    const paceStart = performance.now();
+    const spacingMs = 50_000 / sizes.timers;
+    await pool(Array.from({ length: sizes.timers }, (_, i) => i), 32, async (i) => {
+      const wait = paceStart + i * spacingMs - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       timerIds.push(String((await post(`/api/released-app/${timers}/run`, { inputs: {}, mode: 'background' })).runId));
     });
     for (;;) {
@@ -158,7 +167,7 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
       JOIN run_events c ON c.run_id = w.run_id AND c.type = 'block_complete' AND c.payload->>'blockId' = 'pause'
       WHERE w.run_id = ANY(${timerIds}::uuid[]) AND w.type = 'block_waiting'`.execute(deps.db);
     const lateness = fired.rows.map((r) => r.at.getTime() - Date.parse(r.until));
-    say(`  5 s timers (${timerIds.length} together): lateness p50 ${percentile(lateness, 50)} ms, p99 ${percentile(lateness, 99)} ms (target p99 ≤ 1,000 ms)`);
+    say(`  5 s timers (${timerIds.length} due within a minute): lateness p50 ${percentile(lateness, 50)} ms, p99 ${percentile(lateness, 99)} ms (target p99 ≤ 1,000 ms)`);
 
     // 4. Callbacks.
     const callbackIds: string[] = [];

@@ -204,6 +204,8 @@ describe('runs that wait: wait and approval blocks', () => {
 
       const res = await decide(started.runId, 'ok', { approved: true, data: { note: 'fine' }, comment: 'go' });
       expect([res.statusCode, res.json()]).toEqual([200, { runId: started.runId, blockId: 'ok', approved: true }]);
+      // The 200 came once the run had taken the decision up: its approval block is complete already.
+      expect((await events(started.runId)).some((e) => e.type === 'block_complete' && e.blockId === 'ok')).toBe(true);
       expect((await ended(started.runId)).status).toBe('completed');
       const log = await events(started.runId);
       const output = log.find((e) => e.type === 'block_complete' && e.blockId === 'ok')!.output as Json;

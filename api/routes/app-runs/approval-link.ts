@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { awaitDecisionTaken } from '../../../shared/app-runs/approvals/await-taken.js';
 import { decideApproval, findPendingApprovalByToken, type Decision, type PendingApproval } from '../../../shared/app-runs/approvals/decide.js';
 import { approvalTokenHash } from '../../../shared/app-runs/approvals/tokens.js';
 import { AppError } from '../../../shared/errors.js';
@@ -81,7 +82,8 @@ export const approvalLinkRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     }
     try {
       const decided = await decideApproval(deps.db, deps.temporal.client, { tokenHash: hash }, decision);
-      return json ? decided : reply.code(200).headers(APPROVAL_PAGE_HEADERS).send(decidedPage(decided.approved));
+      await awaitDecisionTaken(deps.runEvents, deps.db, decided);
+      return json ? { runId: decided.runId, blockId: decided.blockId, approved: decided.approved } : reply.code(200).headers(APPROVAL_PAGE_HEADERS).send(decidedPage(decided.approved));
     } catch (error) {
       if (error instanceof AppError && error.status === 410) return gone(reply, json);
       // The page again, saying what is wrong with the data; nothing was decided.

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { awaitDecisionTaken } from '../../../shared/app-runs/approvals/await-taken.js';
 import { decideApproval } from '../../../shared/app-runs/approvals/decide.js';
 import { requireVisibleRun } from '../../../shared/app-runs/run-access.js';
 import { AppError } from '../../../shared/errors.js';
@@ -32,6 +33,8 @@ export const approvalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     const run = await requireVisibleRun(deps.db, request.params.runId, principal);
     if (principal.kind !== 'jwt' && principal.kind !== 'api-key') throw new AppError(403, 'Only members of the run\'s team and its API keys decide approvals');
     const decidedBy = principal.kind === 'jwt' ? `user:${principal.userId}` : `api-key:${principal.apiKeyId}`;
-    return decideApproval(deps.db, deps.temporal.client, { runId: run.id, blockId: request.params.blockId }, { ...request.body, decidedBy });
+    const decided = await decideApproval(deps.db, deps.temporal.client, { runId: run.id, blockId: request.params.blockId }, { ...request.body, decidedBy });
+    await awaitDecisionTaken(deps.runEvents, deps.db, decided);
+    return { runId: decided.runId, blockId: decided.blockId, approved: decided.approved };
   });
 };

@@ -38,7 +38,10 @@ export async function findPendingApprovalByToken(db: Database, tokenHash: string
   return row ? { runId: row.run_id, blockId: row.block_id, prompt: row.prompt, fields: row.fields, expiresAt: row.expires_at } : null;
 }
 
-export async function decideApproval(db: Database, client: Client, target: ApprovalTarget, decision: Decision): Promise<{ runId: string; blockId: string; approved: boolean }> {
+/** A decision stored and signalled; `afterId`: the run's last event before it (what awaitDecisionTaken follows from). */
+export interface Decided { runId: string; blockId: string; approved: boolean; afterId: number }
+
+export async function decideApproval(db: Database, client: Client, target: ApprovalTarget, decision: Decision): Promise<Decided> {
   const refused = 'tokenHash' in target ? linkGone : notWaiting;
   return db.transaction().execute(async (trx) => {
     let query = trx.selectFrom('run_approvals').select(['id', 'run_id', 'block_id', 'status', 'fields', sql<boolean>`expires_at > now()`.as('live')]);
@@ -57,6 +60,8 @@ export async function decideApproval(db: Database, client: Client, target: Appro
       data: decision.data === undefined ? null : JSON.stringify(decision.data),
       comment: decision.comment ?? null, decided_by: decision.decidedBy, decided_at: sql<Date>`now()`,
     }).where('id', '=', row.id).returning('decided_at').executeTakeFirstOrThrow();
+    // The run writes nothing while it waits here: every event after this one follows the decision.
+    const last = await trx.selectFrom('run_events').select((eb) => eb.fn.max('id').as('id')).where('run_id', '=', row.run_id).executeTakeFirst();
 
     const signal: ApprovalDecidedSignal = {
       blockId: row.block_id,
@@ -70,6 +75,6 @@ export async function decideApproval(db: Database, client: Client, target: Appro
       if (unavailableDependency(error) === 'temporal') throw dependencyUnavailable('temporal');
       throw error;
     }
-    return { runId: row.run_id, blockId: row.block_id, approved: decision.approved };
+    return { runId: row.run_id, blockId: row.block_id, approved: decision.approved, afterId: Number(last?.id ?? 0) };
   });
 }
