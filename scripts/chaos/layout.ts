@@ -11,6 +11,11 @@ export interface ChaosLayout {
   targets: Record<string, readonly string[]>;
   /** Also keep a schedule firing every second through the kills (scripts/chaos/schedules.ts). */
   scheduleEverySecond?: boolean;
+  /**
+   * Also keep hardware order sagas paid by channel callbacks (scripts/chaos/orders.ts) and realtime
+   * subscribers (scripts/chaos/realtime.ts) going through the kills.
+   */
+  ordersAndRealtime?: boolean;
 }
 
 /** `npm start` with its worker in a process of its own (START_WORKER=process, set by the stack). */
@@ -26,4 +31,5 @@ export const topologyLayout: ChaosLayout = {
   entry: fileURLToPath(new URL('../topology.ts', import.meta.url)),
   targets: { api: ['api-1', 'api-2'], worker: ['worker-1', 'worker-2'], temporal: ['temporal'], postgres: ['postgres'] },
   scheduleEverySecond: true,
+  ordersAndRealtime: true,
 };

@@ -3,6 +3,8 @@
 import type { RunCounts } from './count.js';
 import type { RequestRecord } from './drive.js';
 import type { KillRecord } from './kill.js';
+import type { OrderFigures } from './orders-count.js';
+import { REJOIN_BOUND_MS, type RealtimeFigures } from './realtime.js';
 import type { ScheduleFigures } from './schedules.js';
 import { median } from './timing.js';
 
@@ -45,6 +47,10 @@ export interface ChaosFigures {
   };
   /** The every-second schedule (the topology's run): its lost runs, double charges and late returns are violations too. */
   schedules: ScheduleFigures | null;
+  /** The hardware order sagas (the topology's run): orders in the wrong state, paid or refunded twice, stock off, callbacks never acknowledged are violations. */
+  orders: OrderFigures | null;
+  /** The realtime subscribers (the topology's run): a drop never rejoined, a rejoin later than REJOIN_BOUND_MS, the last change missed are violations. */
+  realtime: RealtimeFigures | null;
   /** Up to 10 run ids / details per violation, to start an investigation from. */
   examples: Record<string, unknown[]>;
   dataDir: string | null;
@@ -54,7 +60,7 @@ const sample = <T>(items: T[]) => items.slice(0, 10);
 
 export function buildFigures(input: {
   layout: string; targets: string[]; seed: number; startedAt: number; planned: number; kills: KillRecord[]; records: RequestRecord[]; counts: RunCounts | null;
-  schedules?: ScheduleFigures | null; harnessErrors: string[]; stackStoppedCleanly: boolean | null; dataDir: string | null;
+  schedules?: ScheduleFigures | null; orders?: OrderFigures | null; realtime?: RealtimeFigures | null; harnessErrors: string[]; stackStoppedCleanly: boolean | null; dataDir: string | null;
 }): ChaosFigures {
   const { kills, records, counts } = input;
   const healed = (list: KillRecord[]) => list.flatMap((k) => (k.healMs === null ? [] : [k.healMs]));
@@ -107,6 +113,8 @@ export function buildFigures(input: {
       stalledStreams: counts?.stalledStreams.length ?? 0,
     },
     schedules: input.schedules ?? null,
+    orders: input.orders ?? null,
+    realtime: input.realtime ?? null,
     examples: {
       lost: sample(counts?.lost ?? []),
       chargedTwice: sample(counts?.chargedTwice ?? []),
@@ -136,8 +144,9 @@ function brief(record: RequestRecord) {
 }
 
 export function violationCount(figures: ChaosFigures): number {
-  const schedules = figures.schedules;
-  return sum(Object.values(figures.violations)) + (schedules ? schedules.lost + schedules.chargedTwice + schedules.lateAfterOutage : 0);
+  const { schedules, orders, realtime } = figures;
+  return sum(Object.values(figures.violations)) + (schedules ? schedules.lost + schedules.chargedTwice + schedules.lateAfterOutage : 0)
+    + (orders ? sum(Object.values(orders.violations)) : 0) + (realtime ? sum(Object.values(realtime.violations)) : 0);
 }
 
 const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`);
@@ -150,6 +159,38 @@ function scheduleRows(schedules: ScheduleFigures): Array<[string, string] | null
     [`${schedules.lost ? '!!' : 'ok'} schedule runs lost`, String(schedules.lost)],
     [`${schedules.chargedTwice ? '!!' : 'ok'} schedule runs charged twice`, String(schedules.chargedTwice)],
     [`${schedules.lateAfterOutage ? '!!' : 'ok'} outages after which no scheduled run started within 1 s`, String(schedules.lateAfterOutage)],
+    null,
+  ];
+}
+
+const mark = (n: number) => (n ? '!!' : 'ok');
+
+function orderRows(orders: OrderFigures): Array<[string, string] | null> {
+  const { byPlan, callbacks, violations: v } = orders;
+  return [
+    ['hardware orders: created (answer lost to a kill)', `${orders.created} (${orders.unknownToBuyers})`],
+    ['  planned: paid by callback, callback lost, refunded, unpaid, closed by chan_b', `${byPlan.paid}, ${byPlan.paid_callback_lost}, ${byPlan.refunded}, ${byPlan.unpaid}, ${byPlan.closed_by_channel}`],
+    ['  ended: paid (by the expiry query), refunded, expired, pending', `${orders.paid} (${orders.paidByQuery}), ${orders.refunded}, ${orders.expired}, ${orders.pending}`],
+    ['  callbacks: orders, deliveries, retried, repeated on purpose', `${callbacks.delivered}, ${callbacks.attempts}, ${callbacks.retried}, ${callbacks.repeated}`],
+    ['  deliveries not acknowledged (sent again), by answer', Object.entries(callbacks.refusals).map(([answer, n]) => `${answer}: ${n}`).join(', ') || '-'],
+    ['  payment callback acknowledged after, median / max', `${seconds(callbacks.ackMedianMs)} / ${seconds(callbacks.ackMaxMs)}`],
+    ['  create and pay requests sent again; expired before paid', `${orders.requestRetries}; ${orders.expiredBeforePay}`],
+    ...Object.entries(v).map(([name, n]): [string, string] => [`${mark(n)} orders ${name}`, String(n)]),
+    null,
+  ];
+}
+
+function realtimeRows(realtime: RealtimeFigures): Array<[string, string] | null> {
+  const v = realtime.violations;
+  const byTarget = Object.entries(realtime.dropsByTarget)
+    .map(([t, d]) => `${t} ${d.drops}, down ${seconds(d.downMedianMs)} / ${seconds(d.downMaxMs)}`).join('; ');
+  return [
+    ['realtime subscribers: row changes received each', `${realtime.subscribers}: ${realtime.changesReceived.join(', ')}`],
+    ['  channels dropped by the kill before, not joined for median / max', `${realtime.drops}${byTarget ? ` (${byTarget})` : ''}`],
+    ['  rejoined after the outage ended, max', realtime.rejoinAfterOutageMaxMs === null ? '-' : `${(realtime.rejoinAfterOutageMaxMs / 1000).toFixed(2)} s`],
+    [`${mark(v.notRejoined)} realtime drops never rejoined`, String(v.notRejoined)],
+    [`${mark(v.lateRejoins)} realtime rejoins later than ${REJOIN_BOUND_MS / 1000} s after the outage`, String(v.lateRejoins)],
+    [`${mark(v.finalChangeMissed)} subscribers that missed the last row change`, String(v.finalChangeMissed)],
     null,
   ];
 }
@@ -180,6 +221,8 @@ export function formatTable(figures: ChaosFigures): string {
     ...Object.entries(violations).map(([name, n]): [string, string] => [`${n ? '!!' : 'ok'} ${name}`, String(n)]),
     null,
     ...(figures.schedules ? scheduleRows(figures.schedules) : []),
+    ...(figures.orders ? orderRows(figures.orders) : []),
+    ...(figures.realtime ? realtimeRows(figures.realtime) : []),
     ['503 naming an accepted run (note)', String(notes.refusedNamingRun)],
     ['streams stalled with an event waiting (note)', String(notes.stalledStreams)],
     ['json status mismatches (note)', String(notes.jsonStatusMismatches)],
@@ -194,6 +237,9 @@ export function formatTable(figures: ChaosFigures): string {
     for (const [name, list] of Object.entries(figures.examples)) {
       if (list.length && name in violations && violations[name as keyof typeof violations]) lines.push(`  ${name}: ${JSON.stringify(list)}`);
     }
+    for (const [name, list] of Object.entries(figures.orders?.examples ?? {})) if (list.length) lines.push(`  orders ${name}: ${JSON.stringify(list)}`);
+    const late = figures.realtime?.rejoins.filter((r) => r.afterOutageMs === null || r.afterOutageMs > REJOIN_BOUND_MS) ?? [];
+    if (late.length) lines.push(`  realtime rejoins: ${JSON.stringify(late.slice(0, 10))}`);
   }
   if (figures.dataDir) lines.push(`  stack data and log kept in ${figures.dataDir}`);
   return lines.join('\n');

@@ -13,6 +13,9 @@ import { runKillLoop, type KillRecord } from './kill.js';
 import { npmStartLayout, type ChaosLayout } from './layout.js';
 import { killPlan, seededRng } from './random.js';
 import { prepareChaosApp } from './setup.js';
+import type { OrderFigures } from './orders-count.js';
+import type { RealtimeFigures } from './realtime.js';
+import { prepareSagasAndSubscribers, type SagasAndSubscribers } from './sagas-and-subscribers.js';
 import { countScheduleFires, startEverySecondSchedule, stopSchedule, type ScheduleFigures, type ScheduleTarget } from './schedules.js';
 import { buildFigures, violationCount, type ChaosFigures } from './report.js';
 import { isReady, startStack, type ChaosStack } from './stack.js';
@@ -75,18 +78,24 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   let counts: RunCounts | null = null;
   let scheduleId: string | undefined;
   let schedules: ScheduleFigures | null = null;
+  let sagasAndSubscribers: SagasAndSubscribers | undefined;
+  let orders: OrderFigures | null = null;
+  let realtime: RealtimeFigures | null = null;
   let stackStoppedCleanly: boolean | null = null;
   let llm: FakeLlm | undefined;
   let stack: ChaosStack | undefined;
   let db: Database | undefined;
   try {
     llm = await startFakeLlm({ tokens: LLM_TOKENS, delayMs: 50 });
-    stack = await startStack({ layout: options.layout, dataDir, llmBaseUrl: llm.url, log });
+    // The payment channels exist before the stack: its processes are configured with their keys.
+    if (options.layout.ordersAndRealtime) sagasAndSubscribers = await prepareSagasAndSubscribers();
+    stack = await startStack({ layout: options.layout, dataDir, llmBaseUrl: llm.url, env: sagasAndSubscribers?.env, log });
     // A pool of our own for setup and counting; idle connections dropped by a PostgreSQL kill are discarded.
     db = createDb(stack.info.databaseUrl, { poolSize: 2, applicationName: 'wfapp-chaos', onConnectionError: () => {} });
     const app = await within(prepareChaosApp(db, stack.info.demo.teamId), 30_000, 'publishing the chaos app');
     const scheduleTarget: ScheduleTarget = { apiUrl: stack.info.apiUrl, apiKey: stack.info.demo.apiKey, projectId: stack.info.demo.projectId, deploymentId: stack.info.demo.deploymentId };
     if (options.layout.scheduleEverySecond) scheduleId = await within(startEverySecondSchedule(db, scheduleTarget), 60_000, 'creating the every-second schedule');
+    if (sagasAndSubscribers) await within(sagasAndSubscribers.start(stack, db, options.seed), 90_000, 'starting the realtime subscribers and the order buyers');
     drivers = startDrivers({ apiUrl: stack.info.apiUrl, apiKey: stack.info.demo.apiKey, deploymentId: app.deploymentId, clients: options.clients, seed: options.seed });
     await sleep(3_000); // runs in flight before the first kill
 
@@ -97,7 +106,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
     }
 
     log(`kills done; letting ${options.clients} clients finish their requests`);
-    await within(drivers.stop(), options.drainTimeoutMs, 'clients finishing their requests').catch((error: Error) => harnessErrors.push(error.message));
+    await within(Promise.all([drivers.stop(), sagasAndSubscribers?.stopDrivers()]), options.drainTimeoutMs, 'clients finishing their requests').catch((error: Error) => harnessErrors.push(error.message));
     await until(async () => (await isReady(stack!.info.apiUrl)) || undefined, 60_000, 'stack ready after the kills')
       .catch((error: Error) => harnessErrors.push(error.message));
     if (scheduleId) {
@@ -105,15 +114,25 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
       await sleep(5_000); // its last fires' runs (a fraction of a second each) end
       schedules = await within(countScheduleFires(db, scheduleId, kills), 60_000, 'counting the schedule');
     }
+    if (sagasAndSubscribers) {
+      realtime = await within(sagasAndSubscribers.countRealtime(stack, kills), 120_000, 'counting the realtime subscribers')
+        .catch((error: Error) => { harnessErrors.push(error.message); return null; });
+    }
     log(`${drivers.records.length} requests made; waiting for open runs to end`);
     await until(async () => ((await openRuns(db!, app.deploymentId)) === 0 ? true : undefined), options.settleTimeoutMs, 'open runs ending', 1_000)
       .catch(async () => log(`${await openRuns(db!, app.deploymentId).catch(() => '?')} runs still open after ${options.settleTimeoutMs / 1000} s`));
     counts = await within(countRuns({
       db, temporalAddress: stack.info.temporalAddress, deploymentId: app.deploymentId, runBaseMilli: app.runBaseMilli, records: drivers.records,
     }), 180_000, 'counting');
+    if (sagasAndSubscribers) {
+      log('waiting for the last orders to expire, then counting them');
+      orders = await within(sagasAndSubscribers.countOrders(stack, db), 360_000, 'counting the orders')
+        .catch((error: Error) => { harnessErrors.push(error.message); return null; });
+    }
   } catch (error) {
     harnessErrors.push((error as Error).message);
   } finally {
+    await sagasAndSubscribers?.close();
     await db?.destroy().catch(() => {});
     if (stack) {
       const stopped = await stack.stop().catch((error: Error) => { harnessErrors.push(`stack stop: ${error.message}`); return null; });
@@ -123,7 +142,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   }
 
   let figures = buildFigures({
-    layout: options.layout.name, targets, seed: options.seed, startedAt, planned: options.kills, kills, records: drivers?.records ?? [], counts, schedules, harnessErrors, stackStoppedCleanly, dataDir,
+    layout: options.layout.name, targets, seed: options.seed, startedAt, planned: options.kills, kills, records: drivers?.records ?? [], counts, schedules, orders, realtime, harnessErrors, stackStoppedCleanly, dataDir,
   });
   // What every client saw, next to the stack's log, for whoever investigates a kept data dir.
   await writeFile(path.join(dataDir, 'requests.json'), JSON.stringify(drivers?.records ?? [])).catch(() => {});

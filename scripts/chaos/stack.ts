@@ -56,7 +56,8 @@ export async function readRuntime(dataDir: string): Promise<StackInfo> {
   return JSON.parse(await readFile(path.join(dataDir, 'runtime.json'), 'utf8')) as StackInfo;
 }
 
-export async function startStack(options: { layout: ChaosLayout; dataDir: string; llmBaseUrl: string; log: (line: string) => void }): Promise<ChaosStack> {
+/** `env`: more settings for every process of the stack (the payment channels' keys of the order drivers). */
+export async function startStack(options: { layout: ChaosLayout; dataDir: string; llmBaseUrl: string; env?: Record<string, string>; log: (line: string) => void }): Promise<ChaosStack> {
   const { dataDir } = options;
   const logFile = path.join(dataDir, 'stack.log');
   const env: NodeJS.ProcessEnv = {
@@ -73,6 +74,7 @@ export async function startStack(options: { layout: ChaosLayout; dataDir: string
     RUN_RECONCILE_INTERVAL_SECONDS: '2',
     RUN_RECONCILE_MIN_AGE_SECONDS: '20',
     WORKFLOW_DISPATCH_INTERVAL_MS: '250',
+    ...options.env,
   };
   // Settings of a developer's shell must not point the stack elsewhere than its own embedded servers.
   for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE_SUFFIX', 'REDIS_URL', 'WORKFLOW_BUNDLE_PATH', 'NODE_OPTIONS']) delete env[name];
