@@ -158,7 +158,7 @@ function scheduleRows(schedules: ScheduleFigures): Array<[string, string] | null
     ['  first scheduled run after each outage ended, max', known.length ? `${(Math.max(...known) / 1000).toFixed(2)} s (${schedules.nextFireAfterHealMs.map(({ child, ms }) => `${child} ${ms === null ? 'never' : `${(ms / 1000).toFixed(2)} s`}`).join(', ')})` : '-'],
     [`${schedules.lost ? '!!' : 'ok'} schedule runs lost`, String(schedules.lost)],
     [`${schedules.chargedTwice ? '!!' : 'ok'} schedule runs charged twice`, String(schedules.chargedTwice)],
-    [`${schedules.lateAfterOutage ? '!!' : 'ok'} outages after which no scheduled run started within 1 s`, String(schedules.lateAfterOutage)],
+    [`${schedules.lateAfterOutage ? '!!' : 'ok'} outages after which no scheduled run started within 1 s (+ ${(schedules.fireStartMs / 1000).toFixed(2)} s, a fire's usual start)`, String(schedules.lateAfterOutage)],
     null,
   ];
 }
