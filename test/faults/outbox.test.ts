@@ -22,6 +22,13 @@ const graph: Graph = {
   ],
   edges: [{ from: 'q', to: 'o' }],
 };
+const approvalGraph: Graph = {
+  blocks: [
+    { id: 'ok', type: 'approval', name: 'ok', config: { prompt: 'go?' } },
+    { id: 'o', type: 'output', name: 'result', config: { value: 'approved {{ok.approved}}' } },
+  ],
+  edges: [{ from: 'ok', to: 'o' }],
+};
 
 // The outbox of workflow starts (shared/workflow-starts/), the dispatcher that makes recorded
 // starts, the withdrawal that refunds in the statement that ends the run, and the reconciler
@@ -31,6 +38,8 @@ describe('faults: recorded starts, withdrawals and the run reconciler', () => {
   let teamId: string;
   let caller: { kind: 'api-key'; apiKeyId: string; userId: string; teamId: string; limitCredits: null; usageCredits: number };
   let deploymentId: string;
+  let approvalDeploymentId: string;
+  let apiKey: string;
   let taskQueue: string;
 
   beforeAll(async () => {
@@ -40,14 +49,16 @@ describe('faults: recorded starts, withdrawals and the run reconciler', () => {
     teamId = tenant.team.id;
     const key = await stack.db.selectFrom('api_keys').select('id').where('team_id', '=', teamId).executeTakeFirstOrThrow();
     caller = { kind: 'api-key', apiKeyId: key.id, userId: tenant.owner.id, teamId, limitCredits: null, usageCredits: 0 };
+    apiKey = tenant.apiKey;
     ({ deploymentId } = await publishDirect(stack.db, graph, { teamId }));
+    ({ deploymentId: approvalDeploymentId } = await publishDirect(stack.db, approvalGraph, { teamId }));
     taskQueue = taskQueueName('appRuns', stack.config.TEMPORAL_TASK_QUEUE_SUFFIX);
   }, 60_000);
   afterAll(() => stack?.close());
 
   /** A run recorded with its start, as if the process died before making the start itself. */
-  const recordRun = async (options: { graceSeconds?: number; idempotencyKey?: string; timeoutSeconds?: number } = {}) => (await admitRun(stack.deps, {
-    target: { deploymentId }, caller, inputs: {}, timeoutSeconds: options.timeoutSeconds,
+  const recordRun = async (options: { graceSeconds?: number; idempotencyKey?: string; timeoutSeconds?: number; deploymentId?: string } = {}) => (await admitRun(stack.deps, {
+    target: { deploymentId: options.deploymentId ?? deploymentId }, caller, inputs: {}, timeoutSeconds: options.timeoutSeconds,
     ...(options.idempotencyKey ? { idempotency: { key: options.idempotencyKey, requestHash: 'h' } } : {}),
   }, { recordStart: { taskQueue, graceSeconds: options.graceSeconds ?? 0 } })).runId;
   const runRow = (runId: string) => stack.db.selectFrom('runs').select(['status', 'error']).where('id', '=', runId).executeTakeFirstOrThrow();
@@ -162,6 +173,73 @@ describe('faults: recorded starts, withdrawals and the run reconciler', () => {
       await handle.terminate('operator');
       expect(await reconcile()).toMatchObject({ ended: 1 });
       expect((await ledgerOf(runId)).map((t) => t.reason)).toEqual(['run']);
+    });
+
+    /** An approval run started through the outbox and the worker, once it reads `waiting`. */
+    const waitingRun = async (options: { timeoutSeconds?: number } = {}) => {
+      const runId = await recordRun({ deploymentId: approvalDeploymentId, ...options });
+      await dispatchDueStarts(stack.db, stack.deps.temporal.client);
+      await until(async () => (await runRow(runId)).status === 'waiting', 20_000, 'the run to wait');
+      return runId;
+    };
+    const approvalStatus = async (runId: string) =>
+      (await stack.db.selectFrom('run_approvals').select('status').where('run_id', '=', runId).executeTakeFirstOrThrow()).status;
+    const approve = (runId: string) => stack.app.inject({
+      method: 'POST', url: `/api/runs/${runId}/approvals/ok`, headers: { authorization: `Bearer ${apiKey}` }, payload: { approved: true },
+    });
+
+    it('leaves a waiting run alone while its workflow runs, long past its timeout (waiting does not count), and it can still be approved', async () => {
+      const runId = await waitingRun({ timeoutSeconds: 5 });
+      await age(runId, 3600);
+      expect(await reconcile()).toEqual({ givenUp: 0, restarted: 0, ended: 0 });
+      expect((await runRow(runId)).status).toBe('waiting');
+      expect((await approve(runId)).statusCode).toBe(200);
+      await until(async () => (await runRow(runId)).status === 'completed', 20_000, 'the approved run');
+    });
+
+    it('ends a waiting run whose workflow was terminated, cancels its pending approval, and keeps it charged', async () => {
+      const runId = await waitingRun();
+      await stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(runId)).terminate('operator');
+      expect(await reconcile()).toMatchObject({ ended: 1 });
+      expect(await runRow(runId)).toEqual({ status: 'failed', error: 'workflow_ended' });
+      const events = await stack.db.selectFrom('run_events').select(['type', 'payload']).where('run_id', '=', runId).orderBy('id').execute();
+      expect(events.at(-1)).toEqual({ type: 'run_error', payload: { runId, error: 'The run\'s workflow ended without finishing the run', executionStatus: 'terminated' } });
+      expect(await approvalStatus(runId)).toBe('cancelled');
+      expect((await approve(runId)).statusCode).toBe(409);
+      expect((await ledgerOf(runId)).map((t) => t.reason)).toEqual(['run']);
+    });
+
+    it('looks at waiting runs in batches, each pass after where the last one stopped, so long waits do not hide later runs', async () => {
+      const older = await waitingRun();
+      const newer = await waitingRun();
+      await age(older, 20);
+      await age(newer, 10);
+      await stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(newer)).terminate('operator');
+      const waitingCursor = { after: null };
+      const pass = () => reconcileOpenRuns(stack.db, stack.deps.temporal.client, { minAgeSeconds: 0, graceSeconds: 0, taskQueue, limit: 1, waitingCursor });
+      expect(await pass()).toEqual({ givenUp: 0, restarted: 0, ended: 0 }); // the older one, still waiting for its approver
+      expect(await pass()).toEqual({ givenUp: 0, restarted: 0, ended: 1 });
+      expect((await runRow(newer)).error).toBe('workflow_ended');
+      expect(await pass()).toEqual({ givenUp: 0, restarted: 0, ended: 0 }); // nothing after it: the end was reached
+      expect(waitingCursor.after).toBeNull(); // so the next pass begins with the oldest again
+      expect((await approve(older)).statusCode).toBe(200);
+      await until(async () => (await runRow(older)).status === 'completed', 20_000, 'the older run');
+    });
+
+    it('starts again a waiting run whose workflow Temporal lost, even past its timeout, and it can be approved', async () => {
+      // Recorded, never started (its start row gone), yet `waiting`: as after a Temporal store lost its workflows.
+      const runId = await recordRun({ deploymentId: approvalDeploymentId, graceSeconds: 3600, timeoutSeconds: 5 });
+      await stack.db.deleteFrom('workflow_starts').where('workflow_id', '=', workflowIds.appRun(runId)).execute();
+      await stack.db.updateTable('runs').set({ status: 'waiting' }).where('id', '=', runId).execute();
+      await age(runId, 3600);
+      expect(await reconcile()).toEqual({ givenUp: 0, restarted: 1, ended: 0 });
+      await dispatchDueStarts(stack.db, stack.deps.temporal.client);
+      await until(async () => (await stack.db.selectFrom('run_approvals').select('id').where('run_id', '=', runId).executeTakeFirst()) !== undefined, 20_000, 'the approval again');
+      // Queued again meanwhile, or waiting: never given up as overdue.
+      expect(await reconcile()).toEqual({ givenUp: 0, restarted: 0, ended: 0 });
+      expect((await approve(runId)).statusCode).toBe(200);
+      await until(async () => (await runRow(runId)).status === 'completed', 20_000, 'the restarted run');
+      expect(await ledgerOf(runId)).toEqual([{ reason: 'run', amount_milli: -RUN_BASE_COST_MILLI }]);
     });
   });
 });
