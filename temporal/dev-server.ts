@@ -81,6 +81,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     // spread latency under load (docs/decisions.md "Tail latency").
     '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
     '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
+    // An activity scheduled by a workflow task comes back in that task's answer to the worker that
+    // will run it (the SDK asks for this by default), not through a task queue poll.
+    '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
   ];
   // Own process group: a Ctrl-C in the terminal reaches us, and we stop the server after the
   // workers have drained, instead of the server vanishing under them.

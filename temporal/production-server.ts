@@ -158,9 +158,12 @@ dynamicConfigClient:
  * Dynamic configuration. Search attributes registered at start are seen by the next start at once
  * (the server otherwise serves them from a cache refreshed every minute). Task-queue partitions stay
  * at the server's default of four: that is what lets several worker processes share a queue
- * (docs/topology.md "Scaling model").
+ * (docs/topology.md "Scaling model"). Eager activities, as on the dev server: an activity scheduled
+ * by a workflow task comes back in that task's answer instead of through a poll.
  */
 export const temporalDynamicConfig = `system.forceSearchAttributesCacheRefreshOnRead:
+  - value: true
+system.enableActivityEagerExecution:
   - value: true
 `;
 
