@@ -16,7 +16,7 @@ import { findOrderByNo } from '../../shared/hardware-sales/orders-repository.js'
 import type { IdentityProvider } from '../../shared/credentials/identity-provider.js';
 import { createUser } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
-import { generousRateLimits, testAddress } from '../../test/hardware-sales/fixtures.js';
+import { generousRateLimits, testAddress } from '../../test/hardware-sales/order-inputs.js';
 import type { ChanAServer } from '../../test/harness/chan-a-server.js';
 import type { ChanBKeys } from '../../test/harness/chan-b-keys.js';
 import { between, seededRng, type Rng } from './random.js';

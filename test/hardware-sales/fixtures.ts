@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { HwAddress, HwSkuStatus } from '../../shared/db/types.js';
+import type { HwSkuStatus } from '../../shared/db/types.js';
 import { addTier, createDiscountCode, createSku, type NewDiscountCode, type NewTier } from '../../shared/hardware-sales/catalogue.js';
 import { issuePhoneToken } from '../../shared/hardware-sales/phone-tokens.js';
 import { createUser } from '../../shared/identity/service.js';
@@ -33,13 +33,10 @@ let phoneCounter = 0;
 /** A fresh E.164 phone (unique per process and per call). */
 export const uniquePhone = () => `+86139${String(process.pid % 10_000).padStart(4, '0')}${String((phoneCounter += 1) % 10_000).padStart(4, '0')}`;
 
-export const testAddress = (overrides: Partial<HwAddress> = {}): HwAddress => ({
-  receiverName: 'Zhang San', receiverPhone: '+8613800000000', province: 'Zhejiang', city: 'Hangzhou', district: 'Xihu',
-  addressLine: 'No. 1 Example Road', postalCode: '310000', ...overrides,
-});
+// Plain values, kept where scripts can import them without the test harness (scripts/chaos/orders.ts).
+import { generousRateLimits, testAddress } from './order-inputs.js';
 
-/** Rate limits high enough that a file's own calls never meet them (tests of 429 lower them again). */
-export const generousRateLimits = { quotePerMinute: 100_000, configPerMinute: 100_000, orderPerMinute: 100_000, payPerMinute: 100_000, lookupPerMinute: 100_000 };
+export { generousRateLimits, testAddress };
 
 export function hardwareFixtures(stack: TestStack) {
   const { db } = stack;

@@ -1,11 +1,14 @@
 import { createClient, type RealtimeChannel, type SupabaseClient } from '@supabase/supabase-js';
 import WebSocket from 'ws';
 import { anonKeysOf } from '../../shared/data-api/identity.js';
-import type { TestStack } from '../harness/stack.js';
+import type { SecretKeyRing } from '../../shared/secrets/key-ring.js';
 import { until } from '../harness/until.js';
 
-/** The anon key of a test stack (derived from its SECRETS_KEY, as `cli data-api keys` prints it). */
-export const anonKeyOf = (stack: TestStack): string => anonKeysOf(stack.deps.secrets).current!;
+/**
+ * The anon key of a test stack (derived from its SECRETS_KEY, as `cli data-api keys` prints it).
+ * Typed by what it reads, not by the harness: scripts (the chaos run) import this file too.
+ */
+export const anonKeyOf = (stack: { deps: { secrets: SecretKeyRing } }): string => anonKeysOf(stack.deps.secrets).current!;
 
 /**
  * The unmodified supabase-js against a listening API, as the contract shows it (CONTRACTS
