@@ -109,3 +109,14 @@ export const callbackDeliveryActivity: ActivityOptions = {
   scheduleToCloseTimeout: '24 hours',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 minutes' },
 };
+
+/**
+ * A callback's first attempt, as a local activity right after its event is stored: the POST leaves
+ * from the worker that wrote the event, with no trip through the Temporal server first (issue 44:
+ * ≤ 200 ms p99 from the terminal event; through the server it was 245–280 ms here). One try; if it
+ * fails, the delivery goes on as `callbackDeliveryActivity` with its retries.
+ */
+export const callbackFirstAttemptLocalActivity: LocalActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+};

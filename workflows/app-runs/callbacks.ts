@@ -1,10 +1,13 @@
-import { CancellationScope, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, patched, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { RunCallback } from '../../shared/app-runs/callbacks/schemas.js';
 import type { CallbackDeliveryInput } from '../../shared/app-runs/contracts.js';
-import { callbackDeliveryActivity, databaseActivity } from '../../temporal/activity-options.js';
+import { callbackDeliveryActivity, callbackFirstAttemptLocalActivity, databaseActivity } from '../../temporal/activity-options.js';
 
 const { deliverRunCallback } = proxyActivities<Activities>(callbackDeliveryActivity);
+const { deliverRunCallback: deliverRunCallbackNow } = proxyLocalActivities<Activities>(callbackFirstAttemptLocalActivity);
+/** The activity's own first retry delay (callbackDeliveryActivity), kept after a local first attempt. */
+const FIRST_RETRY_DELAY = '1 second';
 const { markRunCallbackFailed } = proxyActivities<Activities>(databaseActivity);
 
 // Run callbacks (docs/long-runs.md "Background runs and callbacks") as activities of the run's own
@@ -26,12 +29,28 @@ export async function deliverRunCallbackEvent(runId: string, callback: RunCallba
   const input: CallbackDeliveryInput = { runId, callback, event };
   await CancellationScope.nonCancellable(async () => {
     try {
+      // The first attempt leaves at once from this worker; runs from before it replay as they ran.
+      if (patched('callback-first-attempt-local')) {
+        try {
+          await deliverRunCallbackNow(input);
+          return;
+        } catch (error) {
+          if (refusedForGood(error)) throw error;
+          await sleep(FIRST_RETRY_DELAY);
+        }
+      }
       await deliverRunCallback(input);
     } catch (error) {
       const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
       await markRunCallbackFailed({ ...input, error: String(cause) });
     }
   });
+}
+
+/** A failure no retry can change (the SSRF guard refused the URL, the run is gone). */
+function refusedForGood(error: unknown): boolean {
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof ApplicationFailure && cause.nonRetryable === true;
 }
 
 /**
