@@ -216,7 +216,7 @@ describe('faults: recorded starts, withdrawals and the run reconciler', () => {
       await age(newer, 10);
       await stack.deps.temporal.client.workflow.getHandle(workflowIds.appRun(newer)).terminate('operator');
       const waitingCursor = { after: null };
-      const pass = () => reconcileOpenRuns(stack.db, stack.deps.temporal.client, { minAgeSeconds: 0, graceSeconds: 0, taskQueue, limit: 1, waitingCursor });
+      const pass = () => reconcileOpenRuns(stack.db, stack.deps.temporal.client, { minAgeSeconds: 0, graceSeconds: 0, taskQueue, limit: 1, waitingLimit: 1, waitingCursor });
       expect(await pass()).toEqual({ givenUp: 0, restarted: 0, ended: 0 }); // the older one, still waiting for its approver
       expect(await pass()).toEqual({ givenUp: 0, restarted: 0, ended: 1 });
       expect((await runRow(newer)).error).toBe('workflow_ended');
