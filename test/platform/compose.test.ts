@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { composeProxy, renderProxyConfig } from '../../scripts/topology/nginx-config.js';
 import { API_PROCESSES, SHARED_ENV_NAMES, WORKER_PROCESSES } from '../../scripts/topology/start.js';
 import {
-  TEMPORAL_DATABASES, TEMPORAL_HISTORY_SHARDS, TEMPORAL_SERVER_VERSION, TEMPORAL_SQL_PLUGIN, TEMPORAL_UI_SERVER_VERSION,
+  TEMPORAL_DATABASES, TEMPORAL_HISTORY_SHARDS, TEMPORAL_SERVER_VERSION, TEMPORAL_SQL_PLUGIN, TEMPORAL_UI_SERVER_VERSION, temporalDynamicConfig,
 } from '../../temporal/production-server.js';
 import { searchAttributeDefinitions, temporalCliTypeName } from '../../temporal/search-attributes.js';
 
@@ -78,6 +78,15 @@ describe('docker-compose.yml', () => {
     expect(services.api!.depends_on).toMatchObject({ redis: { condition: 'service_healthy' } });
     expect(services.api!.environment!.REDIS_URL).toBe('${REDIS_URL:-redis://redis:6379}');
     expect(existsSync('Dockerfile')).toBe(true);
+  });
+
+  it("gives the Temporal server the topology's dynamic config (the committed file is temporalDynamicConfig)", () => {
+    const temporal = services.temporal!;
+    expect(temporal.volumes).toContain('./scripts/topology/temporal-dynamicconfig.yaml:/etc/temporal/config/dynamicconfig/wfapp.yaml:ro');
+    expect(temporal.environment!.DYNAMIC_CONFIG_FILE_PATH).toBe('config/dynamicconfig/wfapp.yaml');
+    const committed = readFileSync('scripts/topology/temporal-dynamicconfig.yaml', 'utf8').replace(/^#.*\n/, '');
+    expect(committed).toBe(temporalDynamicConfig);
+    expect(committed).toContain('system.enableActivityEagerExecution');
   });
 
   it("puts nginx in front with the topology's proxy settings (the committed file is what nginx-config.ts renders)", () => {
