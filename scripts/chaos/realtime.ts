@@ -11,7 +11,8 @@ import type { Database } from '../../shared/db/client.js';
 import { addTeamMember, createUser } from '../../shared/identity/service.js';
 import { supabaseFor } from '../../test/realtime/clients.js';
 import type { KillRecord } from './kill.js';
-import { median, sleep, until } from './timing.js';
+import { callThroughOrigin, type OriginTarget } from './origin.js';
+import { median, until } from './timing.js';
 
 export const SUBSCRIBERS = 4;
 /** A subscriber must be joined again this soon after the outage that dropped it ended (supabase-js waits up to 10 s between tries). */
@@ -156,17 +157,7 @@ export async function countSubscribers(subscribers: Subscribers, kills: KillReco
 }
 
 /** The last row change: a run of the demo app through the origin (its API key), sent again while the answer is an outage's. */
-export async function runThroughOrigin(target: { apiUrl: string; apiKey: string; deploymentId: string }): Promise<string> {
-  const deadline = Date.now() + 60_000;
-  let last = '';
-  while (Date.now() < deadline) {
-    const res = await fetch(`${target.apiUrl}/api/released-app/${target.deploymentId}/run`, {
-      method: 'POST', headers: { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ inputs: { name: 'Ada', n: 1 }, stream: false }),
-    }).catch((error: Error) => error);
-    if (!(res instanceof Error) && res.ok) return ((await res.json()) as { runId: string }).runId;
-    last = res instanceof Error ? res.message : `${res.status} ${await res.text()}`;
-    await sleep(1_000);
-  }
-  throw new Error(`the last run through the origin: ${last}`);
+export async function runThroughOrigin(target: OriginTarget & { deploymentId: string }): Promise<string> {
+  const run = await callThroughOrigin(target, 'POST', `/api/released-app/${target.deploymentId}/run`, { inputs: { name: 'Ada', n: 1 }, stream: false });
+  return run.runId as string;
 }

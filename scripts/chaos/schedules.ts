@@ -7,11 +7,11 @@ import type { Database } from '../../shared/db/client.js';
 import { planCodes } from '../../shared/identity/schemas.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import type { KillRecord } from './kill.js';
-import { sleep } from './timing.js';
+import { callThroughOrigin, type OriginTarget } from './origin.js';
 
 const INTERVAL_MS = 1_000;
 
-export interface ScheduleTarget { apiUrl: string; apiKey: string; projectId: string; deploymentId: string }
+export interface ScheduleTarget extends OriginTarget { projectId: string; deploymentId: string }
 
 export interface ScheduleFigures {
   scheduleId: string;
@@ -32,26 +32,11 @@ export interface ScheduleFigures {
   fireStartMs: number;
 }
 
-/** The same call through the origin until it answers (an API may be restarting under the kills). */
-async function call(target: ScheduleTarget, method: string, path: string, body: unknown, deadlineMs = 60_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + deadlineMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    const res = await fetch(`${target.apiUrl}${path}`, {
-      method, headers: { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-    }).catch((error: Error) => error);
-    if (!(res instanceof Error) && res.ok) return await res.json() as Record<string, unknown>;
-    last = res instanceof Error ? res.message : `${res.status} ${await res.text()}`;
-    await sleep(500);
-  }
-  throw new Error(`${method} ${path}: ${last}`);
-}
-
 /** Lets schedules fire every second (an operator's setting; the default plans allow one a minute at most), then creates one. */
 export async function startEverySecondSchedule(db: Database, target: ScheduleTarget): Promise<string> {
   await upsertSiteSetting(db, 'team.quota_limits.schedules', Object.fromEntries(['default', ...planCodes].map((plan) => [plan, { maxEnabled: 100, minIntervalSeconds: 1 }])));
   // Running APIs see a setting within moments: the create is retried until they do.
-  const created = await call(target, 'POST', `/projects/${target.projectId}/schedules`, {
+  const created = await callThroughOrigin(target, 'POST', `/projects/${target.projectId}/schedules`, {
     name: 'chaos: every second', cron_expression: '* * * * * *', deployment_id: target.deploymentId,
     trigger_config: { inputs: { name: 'Ada', n: 1 } }, max_retries: 0,
   });
@@ -59,7 +44,7 @@ export async function startEverySecondSchedule(db: Database, target: ScheduleTar
 }
 
 export async function stopSchedule(target: ScheduleTarget, scheduleId: string): Promise<void> {
-  await call(target, 'PUT', `/projects/${target.projectId}/schedules/${scheduleId}`, { enabled: false });
+  await callThroughOrigin(target, 'PUT', `/projects/${target.projectId}/schedules/${scheduleId}`, { enabled: false });
 }
 
 export async function countScheduleFires(db: Database, scheduleId: string, kills: KillRecord[]): Promise<ScheduleFigures> {

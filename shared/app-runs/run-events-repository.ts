@@ -257,7 +257,8 @@ export const notStarted = (withdraw: boolean): EndingWithoutWorkflow =>
  * run's recorded start and its Idempotency-Key are removed (a client that retries gets a new run,
  * not this one), and when no event but `run_start` was ever written the `run:<runId>` charge is
  * reversed by a `run_refund` row (`refund:run:<runId>`: unique, so never twice) on the team
- * balance and the key's usage. Returns whether this call ended the run.
+ * balance and the key's usage. A waiting run's pending approvals are cancelled with it (a decision
+ * then gets 409). Returns whether this call ended the run.
  */
 export async function endRunWithoutWorkflow(db: Database, runId: string, ending: EndingWithoutWorkflow): Promise<boolean> {
   const workflowId = workflowIds.appRun(runId);
@@ -272,6 +273,9 @@ export async function endRunWithoutWorkflow(db: Database, runId: string, ending:
       RETURNING team_id, api_key_id
     ), forgotten_key AS (
       DELETE FROM run_idempotency_keys WHERE run_id = ${runId}::uuid AND EXISTS (SELECT 1 FROM ended)
+    ), cancelled_approvals AS (
+      UPDATE run_approvals SET status = 'cancelled', decided_at = now()
+      WHERE run_id = ${runId}::uuid AND status = 'pending' AND EXISTS (SELECT 1 FROM ended)
     ), idle AS (
       SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM run_events WHERE run_id = ${runId}::uuid AND type <> 'run_start')
     ), refund AS (

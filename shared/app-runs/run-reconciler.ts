@@ -99,27 +99,17 @@ async function reconcileRun(db: Database, client: Client, run: OpenRun, options:
   const status = await workflowStatusOf(client, run.id);
   if (status === 'RUNNING') return;
   if (status !== 'NOT_FOUND') {
-    if (await endRun(db, run, workflowEnded(status))) report.ended += 1;
+    if (await endRunWithoutWorkflow(db, run.id, workflowEnded(status))) report.ended += 1;
   } else if (run.trigger_source === 'schedule' && run.status === 'waiting') {
     // Its parent started it long ago and will not start it again.
-    if (await endRun(db, run, workflowLost)) report.ended += 1;
+    if (await endRunWithoutWorkflow(db, run.id, workflowLost)) report.ended += 1;
   } else if (run.overdue || run.trigger_source === 'schedule') {
     // A scheduled run's parent workflow starts it as a child: only given up once overdue.
-    if (run.overdue && await endRun(db, run, workflowLost)) report.ended += 1;
+    if (run.overdue && await endRunWithoutWorkflow(db, run.id, workflowLost)) report.ended += 1;
   } else {
     await recordWorkflowStart(db, restartOf(run, options.taskQueue), { graceSeconds: NO_GRACE });
     report.restarted += 1;
   }
-}
-
-/** Ends the run; a waiting run's pending approvals are cancelled with it (a decision would get 409 now). */
-async function endRun(db: Database, run: OpenRun, ending: EndingWithoutWorkflow): Promise<boolean> {
-  if (!await endRunWithoutWorkflow(db, run.id, ending)) return false;
-  if (run.status === 'waiting') {
-    await db.updateTable('run_approvals').set({ status: 'cancelled', decided_at: sql<Date>`now()` })
-      .where('run_id', '=', run.id).where('status', '=', 'pending').execute();
-  }
-  return true;
 }
 
 async function workflowStatusOf(client: Client, runId: string): Promise<string> {

@@ -6,8 +6,8 @@ import { callbackDeliveryActivity, callbackFirstAttemptLocalActivity, databaseAc
 
 const { deliverRunCallback } = proxyActivities<Activities>(callbackDeliveryActivity);
 const { deliverRunCallback: deliverRunCallbackNow } = proxyLocalActivities<Activities>(callbackFirstAttemptLocalActivity);
-/** The activity's own first retry delay (callbackDeliveryActivity), kept after a local first attempt. */
-const FIRST_RETRY_DELAY = '1 second';
+/** The activity's own first retry delay, kept after a local first attempt. */
+const FIRST_RETRY_DELAY = callbackDeliveryActivity.retry!.initialInterval!;
 const { markRunCallbackFailed } = proxyActivities<Activities>(databaseActivity);
 
 // Run callbacks (docs/long-runs.md "Background runs and callbacks") as activities of the run's own
