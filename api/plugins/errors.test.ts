@@ -109,7 +109,7 @@ async function realOutageErrors() {
 async function appFailingWith(error: unknown, logger: { level: string; stream: Writable } | false = false) {
   const app = Fastify({ logger });
   await app.register(errorsPlugin);
-  for (const family of ['public', 'webhook', 'payment', 'connectors'] as ErrorEnvelope[]) {
+  for (const family of ['public', 'webhook', 'payment', 'hardware-callback', 'connectors'] as ErrorEnvelope[]) {
     await app.register(async (scoped) => {
       useErrorEnvelope(scoped, family);
       scoped.get(`/${family}`, async () => { throw error; });
@@ -135,6 +135,8 @@ describe('a dependency that cannot be reached is a 503 with Retry-After, not a 5
       webhook: { code: 'dependency_unavailable', message, dependency },
       connectors: { error: 'dependency_unavailable', dependency },
       payment: 'FAIL',
+      // The hardware channel's body is its code alone (spec §4.7); the status says it is an outage.
+      'hardware-callback': { code: 'FAIL' },
     };
     for (const [family, body] of Object.entries(expected)) {
       const res = await app.inject({ method: 'GET', url: `/${family}` });

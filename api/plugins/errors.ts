@@ -85,8 +85,9 @@ function send(reply: FastifyReply, envelope: ErrorEnvelope, problem: Problem) {
   // A route that failed after choosing a stream type (an event stream whose first read found the
   // database gone) still answers its error as JSON: Fastify refuses an object body of another type.
   if (envelope !== 'payment') reply.type('application/json; charset=utf-8');
-  // A channel retries on any non-2xx answer: a hardware callback that failed says only FAIL.
-  if (envelope === 'hardware-callback') return reply.code(500).send({ code: 'FAIL' });
+  // A channel retries on any non-2xx answer: a hardware callback that failed says only FAIL, at 500,
+  // or at its own 5xx (an outage's 503 with Retry-After, as every other family answers one).
+  if (envelope === 'hardware-callback') return reply.code(p.status < 500 ? 500 : p.status).send({ code: 'FAIL' });
   switch (envelope) {
     case 'public':
       return reply.send({ success: false, error: { code: p.error, message: p.message } });
