@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { withParentDeathSignal } from '../../shared/parent-death-signal.js';
 import { awaitChildReady, type SupervisedChild } from '../../shared/supervisor.js';
+import { WORKER_NODE_FLAGS } from '../../worker/node-flags.js';
 
 const workerMain = fileURLToPath(new URL('../../worker/main.ts', import.meta.url));
 const READY_TIMEOUT_MS = 60_000;
@@ -16,7 +17,7 @@ const STOP_TIMEOUT_MS = 15_000;
  * parent-death signal, so it does not outlive a crashed `npm start`.
  */
 export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: string) => void, name = 'worker'): Promise<SupervisedChild> {
-  const [command, args] = withParentDeathSignal(process.execPath, ['--import', 'tsx', workerMain]);
+  const [command, args] = withParentDeathSignal(process.execPath, [...WORKER_NODE_FLAGS, '--import', 'tsx', workerMain]);
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
   for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', (line) => log(`[${name}] ${line}`));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

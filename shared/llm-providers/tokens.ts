@@ -1,8 +1,19 @@
-import { encodeGenerator } from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
 
 // How the service counts tokens: o200k_base (gpt-tokenizer), special tokens read as plain text,
 // long words sliced. The input limits (limits.ts) count prompts with it, and an `llm` block whose
 // provider reported no usage is priced with it.
+
+type Encoding = typeof import('gpt-tokenizer/encoding/o200k_base');
+let encoding: Encoding | undefined;
+/**
+ * The encoding's tables are loaded on the first count, not at import: they hold ~57 MB that a
+ * process which never counts (the worker whose providers report usage, the API whose inputs are
+ * under the token limit in bytes) would carry for nothing (issue 44). `require` keeps the count
+ * synchronous; the package ships the same code as CommonJS.
+ */
+const encodeGenerator: Encoding['encodeGenerator'] = (text, options) =>
+  (encoding ??= createRequire(import.meta.url)('gpt-tokenizer/encoding/o200k_base') as Encoding).encodeGenerator(text, options);
 
 /** Read `<|endoftext|>` and friends as ordinary text instead of throwing. */
 const TOKENIZE_OPTIONS = { disallowedSpecial: new Set<string>() };

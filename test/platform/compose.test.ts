@@ -7,6 +7,7 @@ import {
   TEMPORAL_DATABASES, TEMPORAL_HISTORY_SHARDS, TEMPORAL_SERVER_VERSION, TEMPORAL_SQL_PLUGIN, TEMPORAL_UI_SERVER_VERSION, temporalDynamicConfig,
 } from '../../temporal/production-server.js';
 import { searchAttributeDefinitions, temporalCliTypeName } from '../../temporal/search-attributes.js';
+import { WORKER_NODE_FLAGS } from '../../worker/node-flags.js';
 
 interface Service {
   image?: string; build?: unknown; command?: string[]; environment?: Record<string, string>;
@@ -57,6 +58,12 @@ describe('docker-compose.yml', () => {
     expect(services.api!.environment!.TRUST_PROXY).toBe('uniquelocal');
     expect(services.worker!.environment!.INTERNAL_API_URL).toBe('http://nginx:8080');
     expect(services.api!.ports).toBeUndefined();
+  });
+
+  it('runs the worker with the Node flags every worker process gets (worker/node-flags.ts), as `npm run worker` does', () => {
+    expect(services.worker!.command).toEqual(['node', ...WORKER_NODE_FLAGS, 'dist/worker/main.js']);
+    const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.worker).toBe(['node', ...WORKER_NODE_FLAGS, '--import tsx worker/main.ts'].join(' '));
   });
 
   it.each(['api', 'worker', 'migrate'])('%s is built from the Dockerfile and points at the compose services', (name) => {

@@ -23,7 +23,7 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
   let clientConnection: Connection;
   let client: Client;
   let workflowBundle: Awaited<ReturnType<typeof bundleWorkflows>>;
-  const workerFor = (taskQueue: string, options: { workflowStackTraces?: boolean; sinks?: InjectedSinks<RecordingSinks> } = {}) => Worker.create({
+  const workerFor = (taskQueue: string, options: { workflowStackTraces?: boolean; workflowThreads?: object; sinks?: InjectedSinks<RecordingSinks> } = {}) => Worker.create({
     connection, taskQueue, workflowBundle,
     activities: { echo: async (value: string) => value },
     ...options,
@@ -105,6 +105,27 @@ describe('the patched workflow sandbox on the real Temporal dev server', () => {
     expect(answers[0]).toBeInstanceOf(Error);
     expect((answers[0] as Error).message).toContain('Workflow stack traces are not enabled on this worker');
     expect(answers[1]).toContain(`at waitADay (${fixture}:23:14)`);
+  });
+
+  it('workers given one workflowThreads token share one workflow thread, which ends only when the last of them shuts down', async () => {
+    type Pool = { workerThreadClients: Array<{ workerExited: boolean }> };
+    const poolOf = (worker: Worker) => (worker as unknown as { workflowCreator: { pool: Pool } }).workflowCreator.pool;
+    const yielding = (taskQueue: string, value: string) => client.workflow.execute('yieldingWorkflow', { taskQueue, workflowId: `sandbox-${randomUUID()}`, args: [value] });
+    const queues = [`sandbox-${randomUUID()}`, `sandbox-${randomUUID()}`] as const;
+    const token = {};
+    const [first, second] = await Promise.all(queues.map((taskQueue) => workerFor(taskQueue, { workflowThreads: token })));
+    const pool = poolOf(first!);
+    expect(poolOf(second!)).toBe(pool);
+    expect(pool.workerThreadClients).toHaveLength(1);
+
+    const secondRun = second!.run();
+    expect(await first!.runUntil(() => Promise.all(queues.map((taskQueue) => yielding(taskQueue, taskQueue))))).toEqual([`${queues[0]}!`, `${queues[1]}!`]);
+    // The first is down: the thread stays for the second, which still runs workflows on it.
+    expect(pool.workerThreadClients[0]!.workerExited).toBe(false);
+    expect(await yielding(queues[1], 'after')).toBe('after!');
+    second!.shutdown();
+    await secondRun;
+    expect(pool.workerThreadClients[0]!.workerExited).toBe(true);
   });
 
   it('a sink registered with failWorkflowTaskOnError fails the workflow task when it throws: Temporal retries the task and the sink is called again; other sinks\' errors are only logged', async () => {
