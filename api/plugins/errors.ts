@@ -77,26 +77,29 @@ const familyCodes: Partial<Record<ErrorEnvelope, Partial<Record<string, string>>
   public: { invalid_json: 'INVALID_REQUEST', invalid_request: 'INVALID_REQUEST' },
 };
 
+/**
+ * The payment channels' callbacks (spec §4.7): every failure is FAIL at 500, the framework's own
+ * refusals (a body over the limit) included; a 5xx keeps its status (an outage's 503 and
+ * Retry-After). A channel retries on any answer but success either way.
+ */
+const channelCallbacks: ReadonlySet<ErrorEnvelope> = new Set(['payment', 'hardware-callback']);
+
 function send(reply: FastifyReply, envelope: ErrorEnvelope, problem: Problem) {
   const familyCode = familyCodes[envelope]?.[problem.error];
   const p = familyCode ? { ...problem, error: familyCode } : problem;
-  reply.code(p.status);
+  reply.code(channelCallbacks.has(envelope) && p.status < 500 ? 500 : p.status);
   if (p.headers) reply.headers(p.headers);
   // A route that failed after choosing a stream type (an event stream whose first read found the
   // database gone) still answers its error as JSON: Fastify refuses an object body of another type.
   if (envelope !== 'payment') reply.type('application/json; charset=utf-8');
-  // A channel retries on any non-2xx answer: a hardware callback that failed says only FAIL, at 500,
-  // or at its own 5xx (an outage's 503 with Retry-After, as every other family answers one).
-  if (envelope === 'hardware-callback') return reply.code(p.status < 500 ? 500 : p.status).send({ code: 'FAIL' });
   switch (envelope) {
+    case 'hardware-callback':
+      return reply.send({ code: 'FAIL' });
     case 'public':
       return reply.send({ success: false, error: { code: p.error, message: p.message } });
     case 'webhook':
       return reply.send({ code: p.error, message: p.message, ...p.extra });
     case 'payment':
-      // Spec §4.7: every failure of a payment callback is 500 FAIL, the framework's own refusals
-      // (a body over the limit) included; a 5xx keeps its status (an outage's 503 and Retry-After).
-      if (p.status < 500) reply.code(500);
       return reply.type('text/plain; charset=utf-8').send('FAIL');
     case 'connectors':
       return reply.send({ error: p.error, ...p.extra });

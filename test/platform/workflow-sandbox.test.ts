@@ -12,7 +12,8 @@ import type { RecordingSinks } from './fixtures/sandbox-workflows.js';
 // The timeout is the SDK's 5 s (it does not expose the option). The stack trace query, which the
 // patched promise hook feeds, answers as pinned below; a worker may opt out of it (`workflowStackTraces`).
 // A sink function may fail the workflow task when it throws (`failWorkflowTaskOnError`): how an app
-// run's final write is made durable (activities/app-runs/finish-sink.ts).
+// run's final write is made durable (activities/app-runs/finish-sink.ts). Workers given one
+// `workflowThreads` token share one workflow thread (worker/create-workers.ts gives all queues one).
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
