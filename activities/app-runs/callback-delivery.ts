@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { findCallbackEvent, findDelivery, findRunTeamId, markDeliveryFailed, recordDeliveryAttempt } from '../../shared/app-runs/callbacks/deliveries-repository.js';
+import { findCallbackEvent, findDeliveryContext, markDeliveryFailed, recordDeliveryAttempt } from '../../shared/app-runs/callbacks/deliveries-repository.js';
 import { signingSecretsOf } from '../../shared/app-runs/callbacks/outbound-secret.js';
 import { signedCallbackHeaders } from '../../shared/app-runs/callbacks/signing.js';
 import type { CallbackDeliveryInput, CallbackDeliveryResult } from '../../shared/app-runs/contracts.js';
@@ -32,23 +32,27 @@ function cancellationSignal(): AbortSignal | undefined {
  */
 export function createCallbackDeliveryActivities(deps: Pick<ActivityDeps, 'db' | 'settings' | 'secrets'>) {
   const { db } = deps;
+  // Written before the workflow asks for its delivery; absent only while a write is in doubt.
+  const eventMissing = (input: Pick<CallbackDeliveryInput, 'runId' | 'event'>) =>
+    ApplicationFailure.retryable(`run ${input.runId} has no event ${JSON.stringify(input.event)} yet`, 'CallbackEventMissing');
   const eventOf = async (input: Pick<CallbackDeliveryInput, 'runId' | 'event'>) => {
     const event = await findCallbackEvent(db, input.runId, input.event);
-    // Written before the workflow asks for its delivery; absent only while a write is in doubt.
-    if (!event) throw ApplicationFailure.retryable(`run ${input.runId} has no event ${JSON.stringify(input.event)} yet`, 'CallbackEventMissing');
+    if (!event) throw eventMissing(input);
     return event;
   };
   return {
     async deliverRunCallback(input: CallbackDeliveryInput): Promise<CallbackDeliveryResult> {
-      const event = await eventOf(input);
+      // The event, its delivery so far, the run's team and its secret: one round trip before the POST.
+      const context = await findDeliveryContext(db, input.runId, input.event);
+      if (!context) throw eventMissing(input);
+      const { event, teamId } = context;
       if (!(input.callback.events as string[]).includes(event.type)) return { eventId: event.id, status: 'not_selected' };
-      if ((await findDelivery(db, input.runId, event.id))?.status === 'delivered') return { eventId: event.id, status: 'delivered' };
-      const teamId = await findRunTeamId(db, input.runId);
+      if (context.delivered) return { eventId: event.id, status: 'delivered' };
       if (!teamId) throw ApplicationFailure.nonRetryable(`run ${input.runId} does not exist`, 'RunNotFound');
 
       const eventId = String(event.id);
       const body = JSON.stringify({ type: event.type, runId: input.runId, event: { type: event.type, ...event.payload } });
-      const headers = signedCallbackHeaders(await signingSecretsOf(db, deps.secrets, teamId), eventId, body);
+      const headers = signedCallbackHeaders(await signingSecretsOf(db, deps.secrets, teamId, { stored: context.secret }), eventId, body);
       const attempt = { runId: input.runId, eventId: event.id, type: event.type, url: input.callback.url };
       let status: number;
       try {

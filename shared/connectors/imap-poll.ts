@@ -29,7 +29,7 @@ const MAX_SOURCE_BYTES = 2 * 1024 * 1024;
 export async function pollImapInbox(
   credentials: ImapCredentials, options: { connectAddress: string; cursor: MailboxCursor | null; timeoutMs?: number },
 ): Promise<InboxPoll> {
-  const client = imapClientFor(credentials, { timeoutMs: options.timeoutMs ?? IMAP_POLL_TIMEOUT_MS, connectAddress: options.connectAddress });
+  const client = await imapClientFor(credentials, { timeoutMs: options.timeoutMs ?? IMAP_POLL_TIMEOUT_MS, connectAddress: options.connectAddress });
   try {
     await client.connect();
     const status = await client.status('INBOX', { uidNext: true, uidValidity: true });

@@ -1,7 +1,7 @@
 // One light probe of an IMAP account (connect, authenticate, STATUS INBOX, LOGOUT), with every
 // failure reduced to the probe outcomes of CONTRACTS.md "Connectors".
 import { isIP, type Socket } from 'node:net';
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 
 export type ProbeErrorCode = 'credential_invalid' | 'upstream_rate_limited' | 'upstream_error' | 'gateway_unreachable' | 'gateway_timeout' | 'gateway_auth_failed';
 
@@ -72,8 +72,11 @@ function watchFirstBytes(socket: Socket, onNotImap: () => void) {
  * `credentials.host`, connected to instead of resolving the name again (a second lookup could
  * answer another, unvetted address); the name still serves TLS (SNI and the certificate check).
  */
-export function imapClientFor(credentials: ImapCredentials, options: { timeoutMs: number; connectAddress?: string }): ImapFlow {
+export async function imapClientFor(credentials: ImapCredentials, options: { timeoutMs: number; connectAddress?: string }): Promise<ImapFlow> {
   const { timeoutMs } = options;
+  // Loaded on the first use: imapflow and its MIME dependencies are ~30 MB of memory that a worker
+  // or API without mail connectors never needs (issue 44).
+  const { ImapFlow } = await import('imapflow');
   const pinned = options.connectAddress !== undefined && options.connectAddress !== credentials.host;
   const client = new ImapFlow({
     host: pinned ? options.connectAddress! : credentials.host,
@@ -95,7 +98,7 @@ export function imapClientFor(credentials: ImapCredentials, options: { timeoutMs
 /** Connects, authenticates and reads STATUS of INBOX; never throws for upstream trouble. */
 export async function probeImapAccount(credentials: ImapCredentials, options: { timeoutMs?: number; connectAddress?: string } = {}): Promise<ProbeResult> {
   const timeoutMs = options.timeoutMs ?? IMAP_PROBE_TIMEOUT_MS;
-  const client = imapClientFor(credentials, { timeoutMs, connectAddress: options.connectAddress });
+  const client = await imapClientFor(credentials, { timeoutMs, connectAddress: options.connectAddress });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new ProbeTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);

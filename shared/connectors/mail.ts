@@ -1,4 +1,4 @@
-import { simpleParser, type AddressObject } from 'mailparser';
+import type { AddressObject } from 'mailparser';
 
 // A mail as a run gets it (CONTRACTS.md "Connectors"): strings only; `date` ISO 8601, `from` the
 // From header as sent, `text` the text/plain body. Parsed by mailparser (MIME, encodings, charsets)
@@ -28,6 +28,9 @@ const addressText = (value: AddressObject | AddressObject[] | undefined): string
   (Array.isArray(value) ? value.map((a) => a.text).join(', ') : value?.text ?? '');
 
 export async function parseMail(source: Buffer): Promise<MailInputs> {
+  // Loaded on the first mail, like imapflow (imap-probe.ts): a process that never polls an inbox
+  // does not carry them (~20 MB of a worker's memory with their dependencies, issue 44).
+  const { simpleParser } = await import('mailparser');
   const parsed = await simpleParser(source, { skipHtmlToText: true, skipImageLinks: true, skipTextLinks: true, skipTextToHtml: true });
   const headerText = source.subarray(0, 64 * 1024).toString('latin1');
   return {

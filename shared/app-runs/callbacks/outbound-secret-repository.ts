@@ -3,6 +3,8 @@ import type { Database } from '../../db/client.js';
 import type { TeamOutboundWebhookSecretsTable } from '../../db/types.js';
 
 export type OutboundSecretRow = Selectable<TeamOutboundWebhookSecretsTable>;
+/** What signing reads of the row. */
+export type SigningSecretsRow = Pick<OutboundSecretRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_expires_at'>;
 
 export async function findOutboundSecret(db: Database, teamId: string): Promise<OutboundSecretRow | undefined> {
   return db.selectFrom('team_outbound_webhook_secrets').selectAll().where('team_id', '=', teamId).executeTakeFirst();

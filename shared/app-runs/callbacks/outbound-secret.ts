@@ -3,7 +3,7 @@ import { requireTeamRole } from '../../access/service.js';
 import type { Database } from '../../db/client.js';
 import { AppError } from '../../errors.js';
 import type { SecretKeyRing } from '../../secrets/key-ring.js';
-import { findOutboundSecret, insertOutboundSecretIfMissing, rotateOutboundSecret } from './outbound-secret-repository.js';
+import { findOutboundSecret, insertOutboundSecretIfMissing, rotateOutboundSecret, type SigningSecretsRow } from './outbound-secret-repository.js';
 
 // The team's outbound webhook secret: what its run callbacks are signed with (Standard Webhooks,
 // protocols.md). Made on first use, sealed at rest with SECRETS_KEY; after a rotation the previous
@@ -26,10 +26,14 @@ const requireSealingKey = (secrets: SecretKeyRing) => {
 
 /**
  * The secrets a delivery is signed with now: the current one first, then the previous one while
- * its overlap lasts. A team without one gets it here (its first callback).
+ * its overlap lasts. A team without one gets it here (its first callback). `stored`: the row when
+ * the caller has read it already (a delivery reads it with its event, in one round trip).
  */
-export async function signingSecretsOf(db: Database, secrets: SecretKeyRing, teamId: string, now = new Date()): Promise<string[]> {
-  let row = await findOutboundSecret(db, teamId);
+export async function signingSecretsOf(
+  db: Database, secrets: SecretKeyRing, teamId: string, options: { now?: Date; stored?: SigningSecretsRow } = {},
+): Promise<string[]> {
+  const now = options.now ?? new Date();
+  let row: SigningSecretsRow | undefined = options.stored ?? await findOutboundSecret(db, teamId);
   if (!row) {
     requireSealingKey(secrets);
     await insertOutboundSecretIfMissing(db, teamId, secrets.seal(newOutboundSecret(), sealContext(teamId)));
