@@ -4,6 +4,7 @@ import { withParentDeathSignal } from '../shared/parent-death-signal.js';
 import { findFreePort, isPortFree, waitForPort } from '../shared/ports.js';
 import { noTemporalMessage, resolveTemporalCli } from './cli-binary.js';
 import { searchAttributeDefinitions, searchAttributeKeys, temporalCliTypeName } from './search-attributes.js';
+import { TRANSFER_QUEUE_READS_PER_SECOND, transferQueueReadsSetting } from './history-queues.js';
 
 export interface DevServerHandle {
   address: string;
@@ -84,6 +85,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     // An activity scheduled by a workflow task comes back in that task's answer to the worker that
     // will run it (the SDK asks for this by default), not through a task queue poll.
     '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
+    '--dynamic-config-value', `${transferQueueReadsSetting}=${TRANSFER_QUEUE_READS_PER_SECOND}`,
   ];
   // Own process group: a Ctrl-C in the terminal reaches us, and we stop the server after the
   // workers have drained, instead of the server vanishing under them.

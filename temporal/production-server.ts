@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { buildGoProgram, findOnPath, goProgramDir, type GoProgram } from './go-build-cache.js';
+import { TRANSFER_QUEUE_READS_PER_SECOND, transferQueueReadsSetting } from './history-queues.js';
 import { searchAttributeDefinitions } from './search-attributes.js';
 
 // The production Temporal server (not the dev server): built from its Go module, on PostgreSQL
@@ -159,12 +160,16 @@ dynamicConfigClient:
  * (the server otherwise serves them from a cache refreshed every minute). Task-queue partitions stay
  * at the server's default of four: that is what lets several worker processes share a queue
  * (docs/topology.md "Scaling model"). Eager activities, as on the dev server: an activity scheduled
- * by a workflow task comes back in that task's answer instead of through a poll.
+ * by a workflow task comes back in that task's answer instead of through a poll. The transfer
+ * queue read as often as the dev server's (history-queues.ts): here every start goes through it, as
+ * the APIs have no worker in their process.
  */
 export const temporalDynamicConfig = `system.forceSearchAttributesCacheRefreshOnRead:
   - value: true
 system.enableActivityEagerExecution:
   - value: true
+${transferQueueReadsSetting}:
+  - value: ${TRANSFER_QUEUE_READS_PER_SECOND}
 `;
 
 /** Writes the config files into `dir`; returns the config file's path. */
