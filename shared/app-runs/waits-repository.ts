@@ -3,6 +3,7 @@ import type { Database } from '../db/client.js';
 import type { RunApprovalStatus } from '../db/types.js';
 import type { ApprovalDecision, KeyedRunEvent } from './contracts.js';
 import { insertRunEvents } from './run-events-repository.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
 
 // The database side of runs that wait (docs/long-runs.md): `runs.status = 'waiting'` and back, and
 // the `run_approvals` rows of approval blocks. The decision itself is shared/app-runs/approvals.
@@ -26,10 +27,17 @@ export async function enterWait(db: Database, input: {
     const run = await trx.selectFrom('runs').select(['status', 'team_id']).where('id', '=', input.runId).forUpdate().executeTakeFirst();
     if (!run || (run.status !== 'running' && run.status !== 'waiting')) return { kind: 'run_closed' };
     if (run.status === 'running') {
-      const { waiting } = await trx.selectFrom('runs').select(sql<number>`count(*)::int`.as('waiting'))
-        .where('team_id', '=', run.team_id).where('status', '=', 'waiting').executeTakeFirstOrThrow();
+      // Counted up to the cap only: a team with 10,000 runs waiting would otherwise read them all
+      // for every run that begins to wait (issue 44's burst slowed as it grew).
+      const { waiting } = await trx.selectFrom(
+        (qb) => qb.selectFrom('runs').select(sql`1`.as('one')).where('team_id', '=', run.team_id).where('status', '=', 'waiting').limit(input.maxWaitingPerTeam).as('w'),
+      ).select(sql<number>`count(*)::int`.as('waiting')).executeTakeFirstOrThrow();
       if (waiting >= input.maxWaitingPerTeam) return { kind: 'too_many_waiting', waiting };
       await trx.updateTable('runs').set({ status: 'waiting' }).where('id', '=', input.runId).execute();
+      // The run's workflow is plainly started: its recorded start is forgotten now, in this
+      // transaction, instead of by the dispatcher after its grace (outbox.ts), which would ask
+      // Temporal to start every waiting run a second time to learn that.
+      await trx.deleteFrom('workflow_starts').where('workflow_id', '=', workflowIds.appRun(input.runId)).execute();
     }
     if (input.approval) {
       const a = input.approval;

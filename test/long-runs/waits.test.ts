@@ -367,6 +367,10 @@ describe('runs that wait: streams, limits', () => {
       const run = () => stack.app.inject({ method: 'POST', url: `/api/released-app/${deploymentId}/run`, headers: { authorization: `Bearer ${fresh.apiKey}` }, payload: { inputs: { q: 'x' }, stream: false } });
       const first = await run();
       expect([first.statusCode, first.json().status]).toEqual([202, 'waiting']);
+      // A run that waits has forgotten its recorded start (within its requester's 5 s grace, so
+      // not by the dispatcher, which would ask Temporal to start it again to learn it runs).
+      const recorded = await stack.db.selectFrom('workflow_starts').select('workflow_id').where('workflow_id', '=', workflowIds.appRun(first.json().runId)).execute();
+      expect(recorded).toEqual([]);
       const second = await run();
       expect(second.statusCode).toBe(200);
       expect(second.json()).toMatchObject({ status: 'failed', error: expect.stringMatching(/too_many_waiting_runs/) });
