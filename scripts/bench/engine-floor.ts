@@ -64,12 +64,26 @@ export async function startEngineFloor(options: { temporalAddress: string; engin
   };
 }
 
-/** Warm-up, one timed window, stop: the floor measured once beside a service's load. */
-export async function measureEngineFloor(options: { temporalAddress: string; engineCpuMs(): CpuSnapshot; connections: number; warmupSeconds: number; seconds: number }): Promise<EngineFloor> {
-  const floor = await startEngineFloor(options);
-  try {
-    return await floor.measure(options.seconds);
-  } finally {
-    await floor.stop();
+const sum = (cpu: CpuSnapshot) => Object.values(cpu).reduce((a, b) => a + b, 0);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** One round's ratios of the service's demo window to the floor's window right after it. */
+export interface FloorRound { runs: number; cpu: number }
+
+/**
+ * The service and its floor taking turns: `rounds` windows of the service's load (`demo`), each
+ * followed by one of the floor's. The machine's speed drifts by a fifth within minutes here (the
+ * floor alone measured 13.2–17.5 ms of CPU per workflow in runs minutes apart), so a ratio of two
+ * windows far apart measures the drift; pairs of windows next to each other, and their median,
+ * measure the service.
+ */
+export async function takeTurnsWithFloor<D extends EngineFloor>(floor: EngineFloorLoad, options: { rounds: number; seconds: number; demo(): Promise<D> }): Promise<{ demos: D[]; floors: EngineFloor[]; rounds: FloorRound[]; median: FloorRound }> {
+  const demos: D[] = [];
+  const floors: EngineFloor[] = [];
+  for (let round = 0; round < options.rounds; round++) {
+    demos.push(await options.demo());
+    floors.push(await floor.measure(options.seconds));
   }
+  const rounds = demos.map((demo, i) => ({ runs: demo.runsPerSecond / floors[i]!.runsPerSecond, cpu: sum(demo.cpuPerRun) / sum(floors[i]!.cpuPerRun) }));
+  return { demos, floors, rounds, median: { runs: median(rounds.map((r) => r.runs)), cpu: median(rounds.map((r) => r.cpu)) } };
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { findFreePort } from '../../shared/ports.js';
 import { processTreeCpuMs, type CpuSnapshot } from './cpu.js';
-import { measureEngineFloor, type EngineFloor } from './engine-floor.js';
+import { startEngineFloor, takeTurnsWithFloor, type EngineFloor, type EngineFloorLoad, type FloorRound } from './engine-floor.js';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
@@ -49,8 +49,8 @@ export interface StartedService {
   target: LoadTarget;
   /** The same app behind its webhook trigger (spec §4.2), where the service has one. */
   webhookTarget?(): Promise<LoadTarget>;
-  /** The engine's floor on this service's own Temporal server (scripts/bench/engine-floor.ts). */
-  engineFloor?(options: { connections: number; warmupSeconds: number; seconds: number }): Promise<EngineFloor>;
+  /** The engine's floor on this service's own Temporal server, warmed up (scripts/bench/engine-floor.ts). */
+  engineFloor?(options: { connections: number; warmupSeconds: number }): Promise<EngineFloorLoad>;
   cpu(): CpuSnapshot;
   stop(): Promise<void>;
 }
@@ -99,7 +99,7 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<S
       body: JSON.stringify({ inputs: { name: 'Ada', n: 21 }, stream: false }),
     },
     cpu,
-    engineFloor: (options) => measureEngineFloor({ ...options, temporalAddress: runtime.temporalAddress, engineCpuMs: () => ({ Temporal: cpu().Temporal ?? 0 }) }),
+    engineFloor: (options) => startEngineFloor({ ...options, temporalAddress: runtime.temporalAddress, engineCpuMs: () => ({ Temporal: cpu().Temporal ?? 0 }) }),
     async webhookTarget() {
       // The trigger's call budget (60 a minute by default) would refuse a load: raise it, as an operator would.
       await promisify(execFile)('npm', ['run', '--silent', 'cli', '--', 'settings', 'set', '--key', 'webhook_trigger.rate_limit', '--value', '{"perMinute":100000000}'], { cwd: repoRoot, env: childEnv });
@@ -133,17 +133,27 @@ export interface LoadFigures {
   sequentialP50: number;
   /** Runs/s through the app's webhook trigger, same load, where the service has one. */
   webhookRunsPerSecond: number | null;
-  /** A no-op workflow on the same Temporal server, same concurrency and duration. */
-  engineFloor: EngineFloor | null;
+  /**
+   * A no-op workflow on the same Temporal server at the same concurrency, taking turns with the
+   * demo in short windows: each round's ratios, their medians, and the floor's median window.
+   */
+  engineFloor: { floor: EngineFloor; rounds: FloorRound[]; median: FloorRound } | null;
 }
 
-/** 50 connections (a warm-up, then the timed run, CPU read around it) and the sequential JSON latency. */
-export async function measureService(service: StartedService, options = { connections: 50, warmupSeconds: 5, seconds: 20, sequentialSeconds: 10 }): Promise<LoadFigures> {
+/** 50 connections (a warm-up, then the timed run, CPU read around it), the sequential JSON latency, the webhook trigger, and the engine's floor taking turns with the demo. */
+export async function measureService(
+  service: StartedService, options = { connections: 50, warmupSeconds: 5, seconds: 20, sequentialSeconds: 10, floorRounds: 3, floorSeconds: 10 },
+): Promise<LoadFigures> {
+  /** One window of the demo at the load's concurrency, with each process's CPU per run over it. */
+  const demoWindow = async (seconds: number) => {
+    const before = service.cpu();
+    const load = await loadWith(service.target, { connections: options.connections, seconds });
+    const after = service.cpu();
+    const cpuPerRun = Object.fromEntries(Object.keys(after).map((name) => [name, (after[name]! - (before[name] ?? 0)) / Math.max(1, load.requests.total)]));
+    return { load, cpuPerRun, runsPerSecond: load.requests.total / load.duration };
+  };
   await loadWith(service.target, { connections: options.connections, seconds: options.warmupSeconds });
-  const before = service.cpu();
-  const load = await loadWith(service.target, { connections: options.connections, seconds: options.seconds });
-  const after = service.cpu();
-  const cpuPerRun = Object.fromEntries(Object.keys(after).map((name) => [name, (after[name]! - (before[name] ?? 0)) / Math.max(1, load.requests.total)]));
+  const { load, cpuPerRun } = await demoWindow(options.seconds);
   const sequential = await loadWith(service.target, { connections: 1, seconds: options.sequentialSeconds });
   let webhookRunsPerSecond: number | null = null;
   if (service.webhookTarget) {
@@ -153,9 +163,16 @@ export async function measureService(service: StartedService, options = { connec
     if (load.non2xx + load.errors + load.timeouts > 0) throw new Error(`webhook trigger: ${load.non2xx} non-2xx, ${load.errors} errors, ${load.timeouts} timeouts`);
     webhookRunsPerSecond = load.requests.total / load.duration;
   }
-  const engineFloor = service.engineFloor
-    ? await service.engineFloor({ connections: options.connections, warmupSeconds: options.warmupSeconds, seconds: options.seconds })
-    : null;
+  let engineFloor: LoadFigures['engineFloor'] = null;
+  if (service.engineFloor) {
+    const floor = await service.engineFloor({ connections: options.connections, warmupSeconds: options.warmupSeconds });
+    try {
+      const turns = await takeTurnsWithFloor(floor, { rounds: options.floorRounds, seconds: options.floorSeconds, demo: () => demoWindow(options.floorSeconds) });
+      engineFloor = { floor: [...turns.floors].sort((a, b) => a.runsPerSecond - b.runsPerSecond)[Math.floor(turns.floors.length / 2)]!, rounds: turns.rounds, median: turns.median };
+    } finally {
+      await floor.stop();
+    }
+  }
   return {
     engineFloor,
     runsPerSecond: load.requests.total / load.duration,

@@ -5,7 +5,7 @@ import { startN8n } from './peer-n8n.js';
 
 const service = await startN8n();
 try {
-  const figures = await measureService(service, { connections: 50, warmupSeconds: 3, seconds: 10, sequentialSeconds: 5 });
+  const figures = await measureService(service, { connections: 50, warmupSeconds: 3, seconds: 10, sequentialSeconds: 5, floorRounds: 0, floorSeconds: 0 });
   console.log(JSON.stringify({ name: service.name, ...figures }, null, 2));
 } finally {
   await service.stop();

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTopology } from '../topology/start.js';
 import { processTreeCpuMs, type CpuSnapshot } from './cpu.js';
-import { startEngineFloor, type EngineFloor } from './engine-floor.js';
+import { startEngineFloor, takeTurnsWithFloor, type EngineFloor } from './engine-floor.js';
 import { cpuLine, loadWith } from './npm-start.js';
 
 const LOAD = { connections: 50, warmupSeconds: 5 };
@@ -46,24 +46,25 @@ async function measureLayout(apis: number, workers: number): Promise<LayoutFigur
     // The engine: the Temporal server and the PostgreSQL it persists to.
     const engineCpuMs = () => { const now = cpu(); return { temporal: now.temporal ?? 0, postgres: now.postgres ?? 0 }; };
     const floor = await startEngineFloor({ ...LOAD, temporalAddress: runtime.temporalAddress, engineCpuMs });
-    const demos: Array<Omit<LayoutFigures, 'name' | 'floor' | 'rounds'>> = [];
-    const floors: EngineFloor[] = [];
+    let turns: Awaited<ReturnType<typeof takeTurnsWithFloor<Omit<LayoutFigures, 'name' | 'floor' | 'rounds'>>>>;
     try {
-      for (let round = 0; round < ROUNDS; round++) {
-        const before = cpu();
-        const load = await loadWith(target, { connections: LOAD.connections, seconds: WINDOW_SECONDS });
-        const after = cpu();
-        const total = Math.max(1, load.requests.total);
-        demos.push({
-          runsPerSecond: load.requests.total / load.duration, p50: load.latency.p50, p99: load.latency.p99, failed: load.non2xx + load.errors + load.timeouts,
-          cpuPerRun: Object.fromEntries(Object.keys(after).map((role) => [role, (after[role]! - (before[role] ?? 0)) / total])),
-        });
-        floors.push(await floor.measure(WINDOW_SECONDS));
-      }
+      turns = await takeTurnsWithFloor(floor, {
+        rounds: ROUNDS, seconds: WINDOW_SECONDS,
+        async demo() {
+          const before = cpu();
+          const load = await loadWith(target, { connections: LOAD.connections, seconds: WINDOW_SECONDS });
+          const after = cpu();
+          const total = Math.max(1, load.requests.total);
+          return {
+            runsPerSecond: load.requests.total / load.duration, p50: load.latency.p50, p99: load.latency.p99, failed: load.non2xx + load.errors + load.timeouts,
+            cpuPerRun: Object.fromEntries(Object.keys(after).map((role) => [role, (after[role]! - (before[role] ?? 0)) / total])),
+          };
+        },
+      });
     } finally {
       await floor.stop();
     }
-    const rounds = demos.map((demo, i) => ({ runs: demo.runsPerSecond / floors[i]!.runsPerSecond, cpu: sum(demo.cpuPerRun) / sum(floors[i]!.cpuPerRun) }));
+    const { demos, floors, rounds } = turns;
     return {
       name: `${apis} API + ${workers} worker${workers > 1 ? 's' : ''}`, ...medianBy(demos, (d) => d.runsPerSecond),
       failed: demos.reduce((n, d) => n + d.failed, 0), floor: medianBy(floors, (f) => f.runsPerSecond), rounds,
