@@ -74,8 +74,8 @@ function watchFirstBytes(socket: Socket, onNotImap: () => void) {
  */
 export async function imapClientFor(credentials: ImapCredentials, options: { timeoutMs: number; connectAddress?: string }): Promise<ImapFlow> {
   const { timeoutMs } = options;
-  // Loaded on the first use: imapflow and its MIME dependencies are ~30 MB of memory that a worker
-  // or API without mail connectors never needs (issue 44).
+  // Loaded on the first use: imapflow, mailparser (mail.ts) and their MIME dependencies were ~10 MB
+  // of a worker's memory at rest, which a worker or API without mail connectors never needs (issue 44).
   const { ImapFlow } = await import('imapflow');
   const pinned = options.connectAddress !== undefined && options.connectAddress !== credentials.host;
   const client = new ImapFlow({

@@ -29,7 +29,7 @@ const addressText = (value: AddressObject | AddressObject[] | undefined): string
 
 export async function parseMail(source: Buffer): Promise<MailInputs> {
   // Loaded on the first mail, like imapflow (imap-probe.ts): a process that never polls an inbox
-  // does not carry them (~20 MB of a worker's memory with their dependencies, issue 44).
+  // does not carry it.
   const { simpleParser } = await import('mailparser');
   const parsed = await simpleParser(source, { skipHtmlToText: true, skipImageLinks: true, skipTextLinks: true, skipTextToHtml: true });
   const headerText = source.subarray(0, 64 * 1024).toString('latin1');
