@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { findCallbackEvent, findDeliveryContext, markDeliveryFailed, recordDeliveryAttempt } from '../../shared/app-runs/callbacks/deliveries-repository.js';
+import { findDeliveryContext, markDeliveryFailed, recordDeliveryAttempt } from '../../shared/app-runs/callbacks/deliveries-repository.js';
 import { signingSecretsOf } from '../../shared/app-runs/callbacks/outbound-secret.js';
 import { signedCallbackHeaders } from '../../shared/app-runs/callbacks/signing.js';
 import type { CallbackDeliveryInput, CallbackDeliveryResult } from '../../shared/app-runs/contracts.js';
@@ -32,19 +32,16 @@ function cancellationSignal(): AbortSignal | undefined {
  */
 export function createCallbackDeliveryActivities(deps: Pick<ActivityDeps, 'db' | 'settings' | 'secrets'>) {
   const { db } = deps;
-  // Written before the workflow asks for its delivery; absent only while a write is in doubt.
-  const eventMissing = (input: Pick<CallbackDeliveryInput, 'runId' | 'event'>) =>
-    ApplicationFailure.retryable(`run ${input.runId} has no event ${JSON.stringify(input.event)} yet`, 'CallbackEventMissing');
-  const eventOf = async (input: Pick<CallbackDeliveryInput, 'runId' | 'event'>) => {
-    const event = await findCallbackEvent(db, input.runId, input.event);
-    if (!event) throw eventMissing(input);
-    return event;
+  /** The event, its delivery so far, the run's team and its secret: one round trip before a POST. */
+  const contextOf = async (input: Pick<CallbackDeliveryInput, 'runId' | 'event'>) => {
+    const context = await findDeliveryContext(db, input.runId, input.event);
+    // Written before the workflow asks for its delivery; absent only while a write is in doubt.
+    if (!context) throw ApplicationFailure.retryable(`run ${input.runId} has no event ${JSON.stringify(input.event)} yet`, 'CallbackEventMissing');
+    return context;
   };
   return {
     async deliverRunCallback(input: CallbackDeliveryInput): Promise<CallbackDeliveryResult> {
-      // The event, its delivery so far, the run's team and its secret: one round trip before the POST.
-      const context = await findDeliveryContext(db, input.runId, input.event);
-      if (!context) throw eventMissing(input);
+      const context = await contextOf(input);
       const { event, teamId } = context;
       if (!(input.callback.events as string[]).includes(event.type)) return { eventId: event.id, status: 'not_selected' };
       if (context.delivered) return { eventId: event.id, status: 'delivered' };
@@ -74,7 +71,7 @@ export function createCallbackDeliveryActivities(deps: Pick<ActivityDeps, 'db' |
 
     /** The retries ran out (24 h) or the URL was refused: the delivery log says `failed`. */
     async markRunCallbackFailed(input: CallbackDeliveryInput & { error: string }): Promise<void> {
-      const event = await eventOf(input);
+      const { event } = await contextOf(input);
       await markDeliveryFailed(db, input.runId, event.id, input.error);
     },
   };

@@ -1,5 +1,6 @@
 // Section 0 of the bench: the run path as users run it (scripts/bench/npm-start.ts), and n8n beside
 // it when asked (`--peer n8n`): the same work (webhook → set → respond) over the same load.
+import { cpuTotal } from './cpu.js';
 import { cpuLine, measureService, startNpmStart, type LoadFigures, type StartedService } from './npm-start.js';
 
 export interface MeasuredService { name: string; figures: LoadFigures }
@@ -24,7 +25,6 @@ export async function benchAsUsersRun(options: { peer: 'n8n' | null }): Promise<
   return { ours, peer };
 }
 
-const total = (cpu: Record<string, number>) => Object.values(cpu).reduce((a, b) => a + b, 0);
 
 /**
  * The table's rows. Ratios are against the peer when there is one, and otherwise against the
@@ -40,13 +40,13 @@ export function asUsersRunRows(result: { ours: MeasuredService[]; peer: Measured
       : harnessRunsPerSecond ? `in-memory harness, same app: ${harnessRunsPerSecond.toFixed(0)} runs/s | ${(figures.runsPerSecond / harnessRunsPerSecond).toFixed(2)}× the harness` : '— | —';
     rows.push(`| ${name}: demo runs/s, 50 connections, 20 s (autocannon) | ${figures.runsPerSecond.toFixed(0)} runs/s${failed} | ${throughputBaseline} |`);
     rows.push(`| ${name}: latency at 50 connections, p50 / p99 | ${figures.p50} ms / ${figures.p99} ms | ${peer ? `${peer.name}: ${peer.figures.p50} ms / ${peer.figures.p99} ms` : '(the same runs)'} | p99 ${(figures.p99 / figures.p50).toFixed(2)}× p50 (goal ≤ 2×) |`);
-    rows.push(`| ${name}: CPU per run, service and its databases | ${cpuLine(figures.cpuPerRun)} | ${peer ? `${peer.name}: ${cpuLine(peer.figures.cpuPerRun)} | ${(total(figures.cpuPerRun) / total(peer.figures.cpuPerRun)).toFixed(2)}× ${peer.name} (goal ≤ 1×)` : '— | —'} |`);
+    rows.push(`| ${name}: CPU per run, service and its databases | ${cpuLine(figures.cpuPerRun)} | ${peer ? `${peer.name}: ${cpuLine(peer.figures.cpuPerRun)} | ${(cpuTotal(figures.cpuPerRun) / cpuTotal(peer.figures.cpuPerRun)).toFixed(2)}× ${peer.name} (goal ≤ 1×)` : '— | —'} |`);
     if (figures.webhookRunsPerSecond !== null) {
       rows.push(`| ${name}: the same app through its webhook trigger, runs/s | ${figures.webhookRunsPerSecond.toFixed(0)} runs/s | the run route: ${figures.runsPerSecond.toFixed(0)} runs/s | ${(figures.webhookRunsPerSecond / figures.runsPerSecond).toFixed(2)}× (goal within 10%) |`);
     }
     if (figures.engineFloor) {
       const { floor, rounds, median } = figures.engineFloor;
-      rows.push(`| ${name}: engine floor, a no-op workflow on the same Temporal, 50 concurrent, ${rounds.length} windows of 10 s taking turns with the demo's | ${floor.runsPerSecond.toFixed(0)} workflows/s, CPU ${cpuLine(floor.cpuPerRun)} (median window) | demo: ${figures.runsPerSecond.toFixed(0)} runs/s, CPU ${total(figures.cpuPerRun).toFixed(1)} ms (the 20 s window) | medians of the pairs: runs/s ${median.runs.toFixed(2)}× the floor (goal ≥ 0.9×), CPU ${median.cpu.toFixed(2)}× (goal ≤ 1.1×); pairs ${rounds.map((r) => `${r.runs.toFixed(2)}/${r.cpu.toFixed(2)}`).join(' ')} |`);
+      rows.push(`| ${name}: engine floor, a no-op workflow on the same Temporal, 50 concurrent, ${rounds.length} windows of 10 s taking turns with the demo's | ${floor.runsPerSecond.toFixed(0)} workflows/s, CPU ${cpuLine(floor.cpuPerRun)} (median window) | demo: ${figures.runsPerSecond.toFixed(0)} runs/s, CPU ${cpuTotal(figures.cpuPerRun).toFixed(1)} ms (the 20 s window) | medians of the pairs: runs/s ${median.runs.toFixed(2)}× the floor (goal ≥ 0.9×), CPU ${median.cpu.toFixed(2)}× (goal ≤ 1.1×); pairs ${rounds.map((r) => `${r.runs.toFixed(2)}/${r.cpu.toFixed(2)}`).join(' ')} |`);
     }
     rows.push(`| ${name}: sequential JSON latency p50 (1 connection) | ${figures.sequentialP50} ms | ${peer ? `${peer.name}: ${peer.figures.sequentialP50} ms | ${(figures.sequentialP50 / peer.figures.sequentialP50).toFixed(2)}× ${peer.name} (goal ≤ 0.5×)` : '— | —'} |`);
   }

@@ -7,6 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 /** CPU time (ms) of each process of a service, read before and after a load. */
 export type CpuSnapshot = Record<string, number>;
 
+/** A snapshot's CPU summed over its processes. */
+export const cpuTotal = (cpu: CpuSnapshot): number => Object.values(cpu).reduce((a, b) => a + b, 0);
+
 /** Clock ticks per second of /proc's times (USER_HZ, 100 on every mainstream Linux). */
 const ticksPerSecond = (() => {
   try { return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100; } catch { return 100; }

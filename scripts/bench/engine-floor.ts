@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { startFloorWorker } from './floor-worker.js';
-import type { CpuSnapshot } from './cpu.js';
+import { cpuTotal, type CpuSnapshot } from './cpu.js';
+import { median, medianBy } from './measure.js';
 
 export interface EngineFloor { runsPerSecond: number; cpuPerRun: CpuSnapshot }
 
@@ -64,9 +65,6 @@ export async function startEngineFloor(options: { temporalAddress: string; engin
   };
 }
 
-const sum = (cpu: CpuSnapshot) => Object.values(cpu).reduce((a, b) => a + b, 0);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
 /** One round's ratios of the service's demo window to the floor's window right after it. */
 export interface FloorRound { runs: number; cpu: number }
 
@@ -75,15 +73,16 @@ export interface FloorRound { runs: number; cpu: number }
  * followed by one of the floor's. The machine's speed drifts by a fifth within minutes here (the
  * floor alone measured 13.2–17.5 ms of CPU per workflow in runs minutes apart), so a ratio of two
  * windows far apart measures the drift; pairs of windows next to each other, and their median,
- * measure the service.
+ * measure the service. `floor` is the floor's median window (by workflows/s).
  */
-export async function takeTurnsWithFloor<D extends EngineFloor>(floor: EngineFloorLoad, options: { rounds: number; seconds: number; demo(): Promise<D> }): Promise<{ demos: D[]; floors: EngineFloor[]; rounds: FloorRound[]; median: FloorRound }> {
+export async function takeTurnsWithFloor<D extends EngineFloor>(floor: EngineFloorLoad, options: { rounds: number; seconds: number; demo(): Promise<D> }): Promise<{ demos: D[]; floor: EngineFloor; rounds: FloorRound[]; median: FloorRound }> {
   const demos: D[] = [];
   const floors: EngineFloor[] = [];
   for (let round = 0; round < options.rounds; round++) {
     demos.push(await options.demo());
     floors.push(await floor.measure(options.seconds));
   }
-  const rounds = demos.map((demo, i) => ({ runs: demo.runsPerSecond / floors[i]!.runsPerSecond, cpu: sum(demo.cpuPerRun) / sum(floors[i]!.cpuPerRun) }));
-  return { demos, floors, rounds, median: { runs: median(rounds.map((r) => r.runs)), cpu: median(rounds.map((r) => r.cpu)) } };
+  const rounds = demos.map((demo, i) => ({ runs: demo.runsPerSecond / floors[i]!.runsPerSecond, cpu: cpuTotal(demo.cpuPerRun) / cpuTotal(floors[i]!.cpuPerRun) }));
+  const medians = { runs: median(rounds.map((r) => r.runs)), cpu: median(rounds.map((r) => r.cpu)) };
+  return { demos, floor: medianBy(floors, (f) => f.runsPerSecond), rounds, median: medians };
 }

@@ -19,6 +19,8 @@ export async function concurrentRound(fn: () => Promise<unknown>, total: number,
 }
 
 export const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+/** The item whose `key` is the median of the items'. */
+export const medianBy = <T>(items: T[], key: (item: T) => number): T => [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)]!;
 
 /** Like opsPerSecond, with `concurrency` callers in flight at once (for servers). */
 export async function concurrentOpsPerSecond(fn: () => Promise<unknown>, total: number, concurrency: number, rounds = 3): Promise<number> {

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { findFreePort } from '../../shared/ports.js';
-import { processTreeCpuMs, type CpuSnapshot } from './cpu.js';
+import { cpuTotal, processTreeCpuMs, type CpuSnapshot } from './cpu.js';
 import { startEngineFloor, takeTurnsWithFloor, type EngineFloor, type EngineFloorLoad, type FloorRound } from './engine-floor.js';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
@@ -123,6 +123,15 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<S
   };
 }
 
+/** One window of load on `target`, with each process's CPU per run over it (`cpu` read before and after). */
+export async function loadWindow(target: LoadTarget, cpu: () => CpuSnapshot, options: { connections: number; seconds: number }) {
+  const before = cpu();
+  const load = await loadWith(target, options);
+  const after = cpu();
+  const cpuPerRun = Object.fromEntries(Object.keys(after).map((name) => [name, (after[name]! - (before[name] ?? 0)) / Math.max(1, load.requests.total)]));
+  return { load, cpuPerRun, runsPerSecond: load.requests.total / load.duration };
+}
+
 export interface LoadFigures {
   runsPerSecond: number;
   p50: number;
@@ -144,14 +153,7 @@ export interface LoadFigures {
 export async function measureService(
   service: StartedService, options = { connections: 50, warmupSeconds: 5, seconds: 20, sequentialSeconds: 10, floorRounds: 3, floorSeconds: 10 },
 ): Promise<LoadFigures> {
-  /** One window of the demo at the load's concurrency, with each process's CPU per run over it. */
-  const demoWindow = async (seconds: number) => {
-    const before = service.cpu();
-    const load = await loadWith(service.target, { connections: options.connections, seconds });
-    const after = service.cpu();
-    const cpuPerRun = Object.fromEntries(Object.keys(after).map((name) => [name, (after[name]! - (before[name] ?? 0)) / Math.max(1, load.requests.total)]));
-    return { load, cpuPerRun, runsPerSecond: load.requests.total / load.duration };
-  };
+  const demoWindow = (seconds: number) => loadWindow(service.target, service.cpu, { connections: options.connections, seconds });
   await loadWith(service.target, { connections: options.connections, seconds: options.warmupSeconds });
   const { load, cpuPerRun } = await demoWindow(options.seconds);
   const sequential = await loadWith(service.target, { connections: 1, seconds: options.sequentialSeconds });
@@ -166,12 +168,9 @@ export async function measureService(
   let engineFloor: LoadFigures['engineFloor'] = null;
   if (service.engineFloor) {
     const floor = await service.engineFloor({ connections: options.connections, warmupSeconds: options.warmupSeconds });
-    try {
-      const turns = await takeTurnsWithFloor(floor, { rounds: options.floorRounds, seconds: options.floorSeconds, demo: () => demoWindow(options.floorSeconds) });
-      engineFloor = { floor: [...turns.floors].sort((a, b) => a.runsPerSecond - b.runsPerSecond)[Math.floor(turns.floors.length / 2)]!, rounds: turns.rounds, median: turns.median };
-    } finally {
-      await floor.stop();
-    }
+    const { floor: medianFloor, rounds, median } = await takeTurnsWithFloor(floor, { rounds: options.floorRounds, seconds: options.floorSeconds, demo: () => demoWindow(options.floorSeconds) })
+      .finally(() => floor.stop());
+    engineFloor = { floor: medianFloor, rounds, median };
   }
   return {
     engineFloor,
@@ -183,6 +182,5 @@ export async function measureService(
 }
 
 export const cpuLine = (cpu: CpuSnapshot) => {
-  const total = Object.values(cpu).reduce((a, b) => a + b, 0);
-  return `${total.toFixed(1)} ms (${Object.entries(cpu).map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(', ')})`;
+  return `${cpuTotal(cpu).toFixed(1)} ms (${Object.entries(cpu).map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(', ')})`;
 };

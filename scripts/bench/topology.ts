@@ -7,9 +7,10 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startTopology } from '../topology/start.js';
-import { processTreeCpuMs, type CpuSnapshot } from './cpu.js';
-import { startEngineFloor, takeTurnsWithFloor, type EngineFloor } from './engine-floor.js';
-import { cpuLine, loadWith } from './npm-start.js';
+import { cpuTotal, processTreeCpuMs, type CpuSnapshot } from './cpu.js';
+import { startEngineFloor, takeTurnsWithFloor, type EngineFloor, type FloorRound } from './engine-floor.js';
+import { medianBy } from './measure.js';
+import { cpuLine, loadWindow, loadWith } from './npm-start.js';
 
 const LOAD = { connections: 50, warmupSeconds: 5 };
 /** Demo and floor take turns in short windows, so the machine's drift (other work, thermal) hits both alike. */
@@ -18,13 +19,11 @@ const WINDOW_SECONDS = 10;
 
 interface LayoutFigures {
   name: string; runsPerSecond: number; p50: number; p99: number; failed: number; cpuPerRun: CpuSnapshot; floor: EngineFloor;
-  /** Each round's demo/floor ratios of runs/s and of CPU per run; the medians are the figures. */
-  rounds: Array<{ runs: number; cpu: number }>;
+  /** Each round's demo/floor ratios of runs/s and of CPU per run, and their medians (the figures). */
+  rounds: FloorRound[];
+  median: FloorRound;
 }
 
-const sum = (cpu: CpuSnapshot) => Object.values(cpu).reduce((a, b) => a + b, 0);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const medianBy = <T>(items: T[], key: (item: T) => number): T => [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)]!;
 
 async function measureLayout(apis: number, workers: number): Promise<LayoutFigures> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-topology-'));
@@ -46,28 +45,18 @@ async function measureLayout(apis: number, workers: number): Promise<LayoutFigur
     // The engine: the Temporal server and the PostgreSQL it persists to.
     const engineCpuMs = () => { const now = cpu(); return { temporal: now.temporal ?? 0, postgres: now.postgres ?? 0 }; };
     const floor = await startEngineFloor({ ...LOAD, temporalAddress: runtime.temporalAddress, engineCpuMs });
-    let turns: Awaited<ReturnType<typeof takeTurnsWithFloor<Omit<LayoutFigures, 'name' | 'floor' | 'rounds'>>>>;
-    try {
-      turns = await takeTurnsWithFloor(floor, {
-        rounds: ROUNDS, seconds: WINDOW_SECONDS,
-        async demo() {
-          const before = cpu();
-          const load = await loadWith(target, { connections: LOAD.connections, seconds: WINDOW_SECONDS });
-          const after = cpu();
-          const total = Math.max(1, load.requests.total);
-          return {
-            runsPerSecond: load.requests.total / load.duration, p50: load.latency.p50, p99: load.latency.p99, failed: load.non2xx + load.errors + load.timeouts,
-            cpuPerRun: Object.fromEntries(Object.keys(after).map((role) => [role, (after[role]! - (before[role] ?? 0)) / total])),
-          };
-        },
-      });
-    } finally {
-      await floor.stop();
-    }
-    const { demos, floors, rounds } = turns;
+    // The floor stops whatever happens (Promise.finally waits for it).
+    const turns = await takeTurnsWithFloor(floor, {
+      rounds: ROUNDS, seconds: WINDOW_SECONDS,
+      async demo() {
+        const { load, cpuPerRun, runsPerSecond } = await loadWindow(target, cpu, { connections: LOAD.connections, seconds: WINDOW_SECONDS });
+        return { runsPerSecond, cpuPerRun, p50: load.latency.p50, p99: load.latency.p99, failed: load.non2xx + load.errors + load.timeouts };
+      },
+    }).finally(() => floor.stop());
+    const { demos, floor: medianFloor, rounds, median } = turns;
     return {
       name: `${apis} API + ${workers} worker${workers > 1 ? 's' : ''}`, ...medianBy(demos, (d) => d.runsPerSecond),
-      failed: demos.reduce((n, d) => n + d.failed, 0), floor: medianBy(floors, (f) => f.runsPerSecond), rounds,
+      failed: demos.reduce((n, d) => n + d.failed, 0), floor: medianFloor, rounds, median,
     };
   } finally {
     await topology.stop();
@@ -81,8 +70,8 @@ export async function runTopologyBenchAlone(): Promise<void> {
   console.log('\n| production layout (npm run topology), demo app, 50 connections, 3 rounds of 10 s taking turns with the floor (medians) | runs/s | p50 / p99 | CPU per run (each process) | engine floor, same server: no-op workflows/s, CPU | demo vs floor |');
   console.log('|---|---|---|---|---|---|');
   for (const l of layouts) {
-    console.log(`| ${l.name}, nginx, Temporal server on PostgreSQL | ${l.runsPerSecond.toFixed(0)}${l.failed ? ` (${l.failed} failed)` : ''} | ${l.p50} / ${l.p99} ms | ${cpuLine(l.cpuPerRun)} | ${l.floor.runsPerSecond.toFixed(0)}/s, ${cpuLine(l.floor.cpuPerRun)} | runs/s ${median(l.rounds.map((r) => r.runs)).toFixed(2)}× (goal ≥ 0.9×), CPU ${median(l.rounds.map((r) => r.cpu)).toFixed(2)}× (goal ≤ 1.1×); rounds ${l.rounds.map((r) => `${r.runs.toFixed(2)}/${r.cpu.toFixed(2)}`).join(' ')} |`);
+    console.log(`| ${l.name}, nginx, Temporal server on PostgreSQL | ${l.runsPerSecond.toFixed(0)}${l.failed ? ` (${l.failed} failed)` : ''} | ${l.p50} / ${l.p99} ms | ${cpuLine(l.cpuPerRun)} | ${l.floor.runsPerSecond.toFixed(0)}/s, ${cpuLine(l.floor.cpuPerRun)} | runs/s ${l.median.runs.toFixed(2)}× (goal ≥ 0.9×), CPU ${l.median.cpu.toFixed(2)}× (goal ≤ 1.1×); rounds ${l.rounds.map((r) => `${r.runs.toFixed(2)}/${r.cpu.toFixed(2)}`).join(' ')} |`);
   }
   const [one, two] = layouts as [LayoutFigures, LayoutFigures];
-  console.log(`\n2 + 2 against 1 + 1 on this machine: ${(two.runsPerSecond / one.runsPerSecond).toFixed(2)}× the runs/s, ${(sum(two.cpuPerRun) / sum(one.cpuPerRun)).toFixed(2)}× the CPU per run`);
+  console.log(`\n2 + 2 against 1 + 1 on this machine: ${(two.runsPerSecond / one.runsPerSecond).toFixed(2)}× the runs/s, ${(cpuTotal(two.cpuPerRun) / cpuTotal(one.cpuPerRun)).toFixed(2)}× the CPU per run`);
 }

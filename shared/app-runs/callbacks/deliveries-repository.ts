@@ -6,14 +6,6 @@ import type { SigningSecretsRow } from './outbound-secret-repository.js';
 
 export type CallbackDeliveryRow = Selectable<RunCallbackDeliveriesTable>;
 
-/** A run's event the callback selected, by its key (`run_complete`, `<blockId>:block_waiting`) or, for the terminal one, whichever it was. */
-export async function findCallbackEvent(db: Database, runId: string, selector: { key: string } | { terminal: true }): Promise<StoredRunEvent | undefined> {
-  let query = db.selectFrom('run_events').select(['id', 'type', 'payload']).where('run_id', '=', runId);
-  query = 'key' in selector ? query.where('event_key', '=', selector.key) : query.where('type', 'in', ['run_complete', 'run_error']);
-  const row = await query.orderBy('id').limit(1).executeTakeFirst();
-  return row && { id: Number(row.id), type: row.type as StoredRunEvent['type'], payload: row.payload as Record<string, unknown> };
-}
-
 /** What a delivery attempt needs before its POST, read in one round trip (issue 44: the first attempt leaves within 200 ms of the event). */
 export interface DeliveryContext {
   event: StoredRunEvent;
@@ -25,7 +17,11 @@ export interface DeliveryContext {
   secret: SigningSecretsRow | undefined;
 }
 
-/** The selected event with its delivery status, its run's team and that team's outbound secret; undefined while the event is not stored. */
+/**
+ * The run's event the callback selected, by its key (`run_complete`, `<blockId>:block_waiting`) or,
+ * for the terminal one, whichever it was; with its delivery status, its run's team and that team's
+ * outbound secret. Undefined while the event is not stored.
+ */
 export async function findDeliveryContext(db: Database, runId: string, selector: { key: string } | { terminal: true }): Promise<DeliveryContext | undefined> {
   let query = db.selectFrom('run_events as e')
     .leftJoin('runs as r', 'r.id', 'e.run_id')
