@@ -77,6 +77,8 @@ export class ChangeCapture {
   private readonly queue: CapturedTransaction[] = [];
   private draining: Promise<void> | null = null;
   private delivered: string | null = null;
+  /** The last position confirmed to PostgreSQL. */
+  private acknowledged: string | null = null;
   private stopped = false;
   private failed = false;
   readonly ready: Promise<void>;
@@ -90,7 +92,7 @@ export class ChangeCapture {
     // Our own acknowledgements only: the library's timer would confirm what was received, not delivered.
     this.service = new LogicalReplicationService({ connectionString: url, application_name: 'realtime-changes' }, { acknowledge: { auto: false, timeoutSeconds: 0 }, flowControl: { enabled: true } });
     this.service.on('data', (_lsn: string, message: Pgoutput.Message) => this.onMessage(message));
-    this.service.on('heartbeat', (lsn: string, _time: number, reply: boolean) => { if (reply) void this.onHeartbeat(lsn); });
+    this.service.on('heartbeat', (lsn: string, _time: number, reply: boolean) => void this.onHeartbeat(lsn, reply));
     this.service.on('error', (error: Error) => this.fail(error));
     this.ready = new Promise<void>((resolve, reject) => {
       const plugin = new TemporarySlotPgoutput((point) => { this.delivered = point; resolve(); });
@@ -163,20 +165,29 @@ export class ChangeCapture {
           return this.fail(error as Error);
         }
         this.delivered = batch.at(-1)!.endLsn;
-        await this.service.acknowledge(this.delivered).catch(() => {});
+        await this.acknowledge(this.delivered);
       }
     })().finally(() => { this.draining = null; });
   }
 
   /**
-   * PostgreSQL asks for a status: confirm what was delivered. With nothing in flight (no open
-   * transaction, nothing queued, the library holding nothing), everything up to the server's
-   * position was seen, so confirm that: an idle publication does not pin WAL.
+   * A keepalive: PostgreSQL tells where its log is and may ask for a status. Confirm what was
+   * delivered; with nothing in flight (no open transaction, nothing queued, the library holding
+   * nothing), everything up to its position was seen, so confirm that: an idle publication does
+   * not pin WAL. Unasked keepalives are answered too when they move the confirmed position: the
+   * server sends one once it has read past what we confirmed (WAL of other databases, changes to
+   * tables outside the publication), and asks for a reply only after half of
+   * `wal_sender_timeout` (30 s by default) — the slot would lag that long.
    */
-  private async onHeartbeat(lsn: string): Promise<void> {
+  private async onHeartbeat(lsn: string, replyRequested: boolean): Promise<void> {
     const library = this.service as unknown as { _messageQueue?: unknown[]; _processing?: boolean };
     const idle = !this.open && !this.queue.length && !this.draining && !library._messageQueue?.length && !library._processing;
     const confirm = idle && (!this.delivered || compareLsn(lsn, this.delivered) > 0) ? lsn : this.delivered;
-    if (confirm) await this.service.acknowledge(confirm).catch(() => {});
+    if (confirm && (replyRequested || confirm !== this.acknowledged)) await this.acknowledge(confirm);
+  }
+
+  private async acknowledge(lsn: string): Promise<void> {
+    this.acknowledged = lsn;
+    await this.service.acknowledge(lsn).catch(() => {});
   }
 }
