@@ -1,9 +1,7 @@
 import { z } from 'zod';
-import { createBinding } from '../../shared/connectors/bindings.js';
 import { connectorStatuses, setConnector } from '../../shared/connectors/catalog.js';
 import type { Client } from '@temporalio/client';
 import { POLL_NOW_UPDATE, type PollNowResult } from '../../shared/connectors/contracts.js';
-import { startRecordedWorkflow } from '../../shared/workflow-starts/start-path.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { defineCommand, flag, type CliContext, type Command } from './command.js';
 import { asFlagErrors, CliError, positiveIntFlag, switchFlag, uuidFlag } from './flags.js';
@@ -32,6 +30,9 @@ export const connectorCommands: Record<string, Command> = {
       'poll-seconds': flag(positiveIntFlag.optional(), 'polling interval in seconds', 'SECONDS'),
     },
     run: async (f, ctx) => {
+      // Loaded here: both bring Temporal's client, which would slow every other command's start.
+      const { createBinding } = await import('../../shared/connectors/bindings.js');
+      const { startRecordedWorkflow } = await import('../../shared/workflow-starts/start-path.js');
       const { binding, pollStart } = await asFlagErrors(() => createBinding(ctx.db(), {
         documentId: f.document, connectionId: f.connection, trigger: f.trigger, pollSeconds: f['poll-seconds'],
       }, { taskQueueSuffix: ctx.config.TEMPORAL_TASK_QUEUE_SUFFIX }));

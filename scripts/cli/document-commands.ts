@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { createDocument } from '../../shared/documents/service.js';
-import { publishDocument } from '../../shared/publishing/service.js';
 import { defineCommand, flag, type Command } from './command.js';
 import { readJsonFile, uuidFlag } from './flags.js';
 
 /**
  * `document create` and `document publish` (CONTRACTS.md): the editor API's service acting as the
- * operator, so the same graph validation and versioning apply, without permission checks.
+ * operator, so the same graph validation and versioning apply, without permission checks. The
+ * services load when their command runs (graph validation and Temporal's client would slow every
+ * other command's start).
  */
 export const documentCommands: Record<string, Command> = {
   'document create': defineCommand({
@@ -19,6 +19,7 @@ export const documentCommands: Record<string, Command> = {
     },
     run: async (f, ctx) => {
       const graph = await readJsonFile('graph', f.graph);
+      const { createDocument } = await import('../../shared/documents/service.js');
       const document = await createDocument(ctx.db(), { kind: 'operator' }, { projectId: f.project, name: f.name, graph });
       return { id: document.id };
     },
@@ -33,6 +34,7 @@ export const documentCommands: Record<string, Command> = {
       visibility: flag(z.enum(['private', 'public']).optional(), 'who may run it (default private)'),
     },
     run: async (f, ctx) => {
+      const { publishDocument } = await import('../../shared/publishing/service.js');
       const deployment = await publishDocument(ctx.db(), { kind: 'operator' }, f.document, { version: f.version, visibility: f.visibility });
       return { deploymentId: deployment.id, version: deployment.version };
     },

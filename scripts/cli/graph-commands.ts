@@ -1,8 +1,6 @@
 import { findActiveProject } from '../../shared/identity/repository.js';
 import { newId } from '../../shared/ids.js';
-import { buildGeneration } from '../../shared/project-graph/build.js';
 import { readGraphConfig } from '../../shared/project-graph/config.js';
-import { graphEmbedder } from '../../shared/project-graph/embeddings.js';
 import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createFileStore } from '../../shared/storage/index.js';
 import { defineCommand, flag, type Command } from './command.js';
@@ -19,6 +17,9 @@ export const graphCommands: Record<string, Command> = {
       // Built here, not through a worker: the operator sees the generation when the command returns.
       // Works whether or not graph.config is on, so memory can be ready before the feature opens.
       // With graph.config `embeddingModel` (and LLM_BASE_URL), the facts are embedded; a failing provider fails the command.
+      // Loaded here: the builder and its HTTP client would slow every other command's start.
+      const { buildGeneration } = await import('../../shared/project-graph/build.js');
+      const { graphEmbedder } = await import('../../shared/project-graph/embeddings.js');
       const embedder = graphEmbedder(await readGraphConfig(new SiteSettingsCache(ctx.db()), ctx.config), ctx.config);
       const { generationId, facts } = await buildGeneration(ctx.db(), { projectId: f.project, buildKey: `cli:${newId()}`, store: createFileStore(ctx.config), embedder });
       return { generationId, facts };

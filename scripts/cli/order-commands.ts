@@ -1,7 +1,5 @@
 import { z } from 'zod';
 import { notFound } from '../../shared/errors.js';
-import { prepareOrderUpdate, requestRefundUpdate, shipOrderUpdate } from '../../shared/hardware-sales/messages.js';
-import { sendOrderStep } from '../../shared/hardware-sales/order-updates.js';
 import { findOrderByNo, type StepOrderRow } from '../../shared/hardware-sales/orders-repository.js';
 import { orderNoPattern } from '../../shared/hardware-sales/numbers.js';
 import type { OrderStepResult } from '../../shared/hardware-sales/messages.js';
@@ -10,15 +8,18 @@ import { defineCommand, flag, type CliContext, type Command } from './command.js
 const orderFlag = z.string().regex(orderNoPattern, 'expected an order number (HWO…)');
 const label = z.string().trim().min(1).max(100);
 
+type OrderSteps = typeof import('../../shared/hardware-sales/order-updates.js') & typeof import('../../shared/hardware-sales/messages.js');
+
 /** Sends one step to the order's saga, with a Temporal client opened for this command only. */
-async function withOrderSaga(ctx: CliContext, orderNo: string, send: (deps: Parameters<typeof sendOrderStep>[0], order: StepOrderRow) => Promise<OrderStepResult>) {
+async function withOrderSaga(ctx: CliContext, orderNo: string, send: (deps: Parameters<OrderSteps['sendOrderStep']>[0], order: StepOrderRow, steps: OrderSteps) => Promise<OrderStepResult>) {
   const order = await findOrderByNo(ctx.db(), orderNo);
   if (!order) throw notFound(`Order ${orderNo}`);
-  // Loaded on demand: the Temporal client would slow every other command's start.
+  // Loaded on demand: Temporal's client and the saga's messages would slow every other command's start.
   const { connectTemporalClient } = await import('../../temporal/connection.js');
+  const steps = { ...(await import('../../shared/hardware-sales/order-updates.js')), ...(await import('../../shared/hardware-sales/messages.js')) };
   const temporal = await connectTemporalClient(ctx.temporalAddress(), ctx.config.TEMPORAL_NAMESPACE);
   try {
-    return await send({ db: ctx.db(), temporal: temporal.client }, order);
+    return await send({ db: ctx.db(), temporal: temporal.client }, order, steps);
   } finally {
     await temporal.close();
   }
@@ -31,7 +32,7 @@ export const orderCommands: Record<string, Command> = {
     prints: '{ orderNo, fulfillmentStatus }',
     flags: { order: flag(orderFlag, 'the order number', 'ORDER_NO') },
     run: async (f, ctx) => {
-      const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'prepare', prepareOrderUpdate));
+      const result = await withOrderSaga(ctx, f.order, (deps, order, { sendOrderStep, prepareOrderUpdate }) => sendOrderStep(deps, order, 'prepare', prepareOrderUpdate));
       return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
     },
   }),
@@ -45,7 +46,7 @@ export const orderCommands: Record<string, Command> = {
       'tracking-no': flag(label, "the carrier's tracking number", 'T'),
     },
     run: async (f, ctx) => {
-      const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'ship', shipOrderUpdate, { carrier: f.carrier, trackingNo: f['tracking-no'] }));
+      const result = await withOrderSaga(ctx, f.order, (deps, order, { sendOrderStep, shipOrderUpdate }) => sendOrderStep(deps, order, 'ship', shipOrderUpdate, { carrier: f.carrier, trackingNo: f['tracking-no'] }));
       return { orderNo: result.orderNo, fulfillmentStatus: result.fulfillmentStatus };
     },
   }),
@@ -55,7 +56,7 @@ export const orderCommands: Record<string, Command> = {
     prints: '{ orderNo, refundNo, refundStatus }',
     flags: { order: flag(orderFlag, 'the order number', 'ORDER_NO'), reason: flag(z.string().trim().min(1).max(80).optional(), 'reason given to the channel', 'R') },
     run: async (f, ctx) => {
-      const result = await withOrderSaga(ctx, f.order, (deps, order) => sendOrderStep(deps, order, 'refund', requestRefundUpdate, { reason: f.reason }));
+      const result = await withOrderSaga(ctx, f.order, (deps, order, { sendOrderStep, requestRefundUpdate }) => sendOrderStep(deps, order, 'refund', requestRefundUpdate, { reason: f.reason }));
       return { orderNo: result.orderNo, refundNo: result.refundNo, refundStatus: result.refundStatus };
     },
   }),

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { createRelease, publishReleaseVersion } from '../../shared/releases/service.js';
 import { defineCommand, flag, type Command } from './command.js';
 import { jsonFlag, readJsonFile, uuidFlag } from './flags.js';
 
 /**
  * `release create` and `release publish` (docs/releases.md): the management API's service acting
  * as the operator, so the same alias, config and endpoint validation apply, without permission checks.
+ * The service loads when its command runs (its config validation would slow every other command's start).
  */
 export const releaseCommands: Record<string, Command> = {
   'release create': defineCommand({
@@ -18,6 +18,7 @@ export const releaseCommands: Record<string, Command> = {
       'anonymous-api-key': flag(uuidFlag.optional(), 'API key anonymous callers run as', 'API_KEY_ID'),
     },
     run: async (f, ctx) => {
+      const { createRelease } = await import('../../shared/releases/service.js');
       const release = await createRelease(ctx.db(), { kind: 'operator' }, {
         projectId: f.project, alias: f.alias, config: f.config, anonymousApiKeyId: f['anonymous-api-key'],
       });
@@ -35,6 +36,7 @@ export const releaseCommands: Record<string, Command> = {
     },
     run: async (f, ctx) => {
       const endpoints = await readJsonFile('endpoints', f.endpoints);
+      const { publishReleaseVersion } = await import('../../shared/releases/service.js');
       const version = await publishReleaseVersion(ctx.db(), { kind: 'operator' }, f.release, { version: f.version, endpoints });
       return { releaseId: version.releaseId, version: version.version };
     },
