@@ -25,7 +25,6 @@ export async function benchAsUsersRun(options: { peer: 'n8n' | null }): Promise<
   return { ours, peer };
 }
 
-
 /**
  * The table's rows. Ratios are against the peer when there is one, and otherwise against the
  * in-memory harness's demo runs/s measured later in the same bench run (`harnessRunsPerSecond`).

@@ -168,9 +168,9 @@ export async function measureService(
   let engineFloor: LoadFigures['engineFloor'] = null;
   if (service.engineFloor) {
     const floor = await service.engineFloor({ connections: options.connections, warmupSeconds: options.warmupSeconds });
-    const { floor: medianFloor, rounds, median } = await takeTurnsWithFloor(floor, { rounds: options.floorRounds, seconds: options.floorSeconds, demo: () => demoWindow(options.floorSeconds) })
+    const { demos: _, ...turns } = await takeTurnsWithFloor(floor, { rounds: options.floorRounds, seconds: options.floorSeconds, demo: () => demoWindow(options.floorSeconds) })
       .finally(() => floor.stop());
-    engineFloor = { floor: medianFloor, rounds, median };
+    engineFloor = turns;
   }
   return {
     engineFloor,
@@ -181,6 +181,5 @@ export async function measureService(
   };
 }
 
-export const cpuLine = (cpu: CpuSnapshot) => {
-  return `${cpuTotal(cpu).toFixed(1)} ms (${Object.entries(cpu).map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(', ')})`;
-};
+export const cpuLine = (cpu: CpuSnapshot) =>
+  `${cpuTotal(cpu).toFixed(1)} ms (${Object.entries(cpu).map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(', ')})`;

@@ -24,7 +24,6 @@ interface LayoutFigures {
   median: FloorRound;
 }
 
-
 async function measureLayout(apis: number, workers: number): Promise<LayoutFigures> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-topology-'));
   await chmod(dir, 0o755); // PostgreSQL runs as `postgres` under root and must enter it
