@@ -4,14 +4,16 @@ import type { AppDeps } from '../../api/deps.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { WORKER_NODE_FLAGS } from '../../worker/node-flags.js';
+import { buildWorkerModule, WORKER_ENTRY_FLAGS } from '../dev/worker-build.js';
 
 /**
- * `npm run worker` as a child process (the production entry), stopped with SIGTERM like a deployment would.
+ * The worker as `npm start` runs it in a process of its own (START_WORKER=process: worker/main.ts
+ * compiled at start, scripts/dev/worker-build.ts), stopped with SIGTERM like a deployment would.
  * BENCH_WORKER_NODE_FLAGS adds Node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
  */
 export async function startWorkerProcess(env: Record<string, string>, options: { compiled?: boolean } = {}): Promise<{ pid: number | null; exited: Promise<never>; stop(): Promise<void> }> {
-  // `compiled`: the build's JavaScript, as the Docker image runs it (`npm run build` first), without tsx's loader.
-  const entry = options.compiled ? ['dist/worker/main.js'] : ['--import', 'tsx', 'worker/main.ts'];
+  // `compiled`: the build's JavaScript, as the Docker image runs it (`npm run build` first).
+  const entry = options.compiled ? ['dist/worker/main.js'] : [...WORKER_ENTRY_FLAGS, await buildWorkerModule()];
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), ...entry], {
     env: { ...process.env, ...env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -1,23 +1,22 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { withParentDeathSignal } from '../../shared/parent-death-signal.js';
 import { awaitChildReady, type SupervisedChild } from '../../shared/supervisor.js';
 import { WORKER_NODE_FLAGS } from '../../worker/node-flags.js';
+import { buildWorkerModule, WORKER_ENTRY_FLAGS } from './worker-build.js';
 
-const workerMain = fileURLToPath(new URL('../../worker/main.ts', import.meta.url));
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
 
 /**
- * `START_WORKER=process`: the worker as its own process (`worker/main.ts`, the production entry), so
- * a chaos test can SIGKILL it. Resolves once it polls (it says so over the IPC channel); its output
+ * `START_WORKER=process`: the worker as its own process (`worker/main.ts`, the production entry,
+ * compiled at each start: worker-build.ts), so a chaos test can SIGKILL it. Resolves once it polls (it says so over the IPC channel); its output
  * goes to ours line by line, prefixed `[worker]` (or the name given). Like the Temporal server it has its own process
  * group, so a terminal's Ctrl-C reaches only us and we stop it after the API has drained, and a
  * parent-death signal, so it does not outlive a crashed `npm start`.
  */
 export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: string) => void, name = 'worker'): Promise<SupervisedChild> {
-  const [command, args] = withParentDeathSignal(process.execPath, [...WORKER_NODE_FLAGS, '--import', 'tsx', workerMain]);
+  const [command, args] = withParentDeathSignal(process.execPath, [...WORKER_NODE_FLAGS, ...WORKER_ENTRY_FLAGS, await buildWorkerModule()]);
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
   for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', (line) => log(`[${name}] ${line}`));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
