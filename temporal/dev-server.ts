@@ -74,10 +74,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     // loses nothing; a power loss can lose the last commits since a checkpoint, which the PostgreSQL
     // outbox starts again (docs/decisions.md "The embedded Temporal store"). Runs/s under npm start:
     // about 2x, Temporal CPU per run about half.
-    // A page cache of up to 128 MB (SQLite's default is 2 MB): the server reads and writes its store
-    // through one connection, and with 10,000 runs waiting the store outgrew 2 MB many times over, so
-    // most reads went to the file; 5 s timers then fired p99 1.7 s late (issue 44, docs/decisions.md).
-    ...(options.dbFile ? ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal', '--sqlite-pragma', 'cache_size=-131072'] : []),
+    ...(options.dbFile ? ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal'] : []),
     // Registered at every start (a no-op when a kept store already has them), so operators can filter by them.
     ...searchAttributeDefinitions.flatMap(({ name, type }) => ['--search-attribute', `${name}=${temporalCliTypeName[type]}`]),
     // One task-queue partition instead of four: with a handful of pollers on one node, tasks that

@@ -155,8 +155,8 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
     // ~90 s in a probe), which is not what "while they wait" asks.
     const samples: number[] = [];
     for (let i = 0; i < 24; i++) { samples.push(await rssMb(workerPid)); await new Promise((r) => setTimeout(r, 5_000)); }
-    // The same warm-up as before "before": after two idle minutes the first runs pay for what idling
-    // let go (closed pool connections, cold caches; 1.25× with only 300 waiting), not for the waiting runs.
+    // The same warm-up as before "before", so both follow one: after the idle minutes other runs came
+    // slower even with only 300 runs waiting (1.25×), which is the idling, not the waiting runs.
     await quickP50(100, 4);
     const during = await quickP50();
     const during4 = await quickP50(200, 4);
