@@ -19,20 +19,23 @@ import type { Graph } from '../../shared/documents/graph.js';
 import { createTeam, createUser } from '../../shared/identity/service.js';
 import { upsertSiteSetting } from '../../shared/site-settings/repository.js';
 import { startTemporalDevServer } from '../../temporal/dev-server.js';
+import { workflowIds } from '../../temporal/workflow-ids.js';
 import { publishDirect } from '../../test/harness/apps.js';
 import { bundleWorkflows } from '../../worker/bundle.js';
 import { median } from './measure.js';
 import { startWorkerProcess, waitForWorker } from './worker-process.js';
 
 // `npm run bench -- --only long-runs` (issue 44, docs/long-runs.md): runs that wait, on a PostgreSQL
-// and Temporal of their own with the worker as its own process (as `START_WORKER=process` runs it). Sizes default to the issue's
+// and Temporal of their own (its store in a file, as `npm start` keeps it) with the worker as its own
+// process (as `START_WORKER=process` runs it). Sizes default to the issue's
 // (`--waiting 10000 --approve 1000 --timers 1000 --callbacks 200`) and can be made smaller;
 // `--compiled` runs the worker from `npm run build`'s output (as the Docker image does).
 //  1. W runs waiting at once: the worker's RSS while they wait (target < 300 MB and flat), and the
 //     p50 of other runs, one at a time, before and after they have waited 2 minutes (target within
 //     20%; also printed: right after the last one began waiting, and 4 at a time).
 //  2. Approving A of them at 50-way: p99 from the approval's 200 to run_complete (target ≤ 250 ms).
-//  3. T runs with a 5 s wait started over 50 s, all due in the same minute: p99 lateness (target ≤ 1 s).
+//  3. T runs with a 5 s wait started over 50 s, all due in the same minute: p99 lateness (target ≤ 1 s),
+//     and for the latest 20, from their histories, whether Temporal fired late or its task waited.
 //  4. C runs with a callback: p99 from the terminal event to the first attempt's arrival (≤ 200 ms).
 
 const argValue = (name: string, fallback: number): number => {
@@ -96,6 +99,30 @@ const timerGraph: Graph = {
   blocks: [{ id: 'pause', type: 'wait', name: 'pause', config: { seconds: 5 } }, { id: 'o', type: 'output', name: 'o', config: { value: 'done' } }],
   edges: [{ from: 'pause', to: 'o' }],
 };
+
+/**
+ * For the latest timers, from their workflows' histories: how late Temporal fired the timer, how long
+ * the workflow task it scheduled waited for a worker, and how many such tasks timed out (10 s each).
+ */
+async function whereTimersWereLate(deps: AppDeps, timers: Array<{ runId: string; until: number; late: number }>): Promise<string> {
+  const TIMER_FIRED = 18, TASK_SCHEDULED = 5, TASK_STARTED = 6, TASK_TIMED_OUT = 8; // temporal.api.enums.v1.EventType
+  const firedLate: number[] = [], taskWait: number[] = [];
+  let timedOut = 0;
+  for (const timer of [...timers].sort((a, b) => b.late - a.late).slice(0, 20)) {
+    const events = (await deps.temporal.client.workflow.getHandle(workflowIds.appRun(timer.runId)).fetchHistory()).events ?? [];
+    const at = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
+    const fire = events.findIndex((e) => e.eventType === TIMER_FIRED);
+    if (fire < 0) continue;
+    const after = events.slice(fire);
+    firedLate.push(at(events[fire]!) - timer.until);
+    const scheduled = after.find((e) => e.eventType === TASK_SCHEDULED);
+    const started = after.find((e) => e.eventType === TASK_STARTED);
+    if (scheduled && started) taskWait.push(at(started) - at(scheduled));
+    timedOut += after.filter((e) => e.eventType === TASK_TIMED_OUT).length;
+  }
+  return `timer fired after its time p50 ${percentile(firedLate, 50)} ms, max ${Math.max(...firedLate)} ms; `
+    + `its workflow task waited for a worker p50 ${percentile(taskWait, 50)} ms, max ${Math.max(...taskWait)} ms; ${timedOut} workflow tasks timed out`;
+}
 
 async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting: number; approve: number; timers: number; callbacks: number }): Promise<string[]> {
   const lines: string[] = [];
@@ -200,12 +227,13 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
       if (n >= timerIds.length) break;
       await new Promise((r) => setTimeout(r, 500));
     }
-    const fired = await sql<{ until: string; at: Date }>`
-      SELECT w.payload->>'until' AS until, c.created_at AS at FROM run_events w
+    const fired = await sql<{ run_id: string; until: string; at: Date }>`
+      SELECT w.run_id::text, w.payload->>'until' AS until, c.created_at AS at FROM run_events w
       JOIN run_events c ON c.run_id = w.run_id AND c.type = 'block_complete' AND c.payload->>'blockId' = 'pause'
       WHERE w.run_id = ANY(${timerIds}::uuid[]) AND w.type = 'block_waiting'`.execute(deps.db);
     const lateness = fired.rows.map((r) => r.at.getTime() - Date.parse(r.until));
     say(`  5 s timers (${timerIds.length} due within a minute): lateness p50 ${percentile(lateness, 50)} ms, p99 ${percentile(lateness, 99)} ms (target p99 ≤ 1,000 ms)`);
+    say(`    where the latest 20 lost their time: ${await whereTimersWereLate(deps, fired.rows.map((r, i) => ({ runId: r.run_id, until: Date.parse(r.until), late: lateness[i]! })))}`);
 
     // 4. Callbacks.
     const callbackIds: string[] = [];

@@ -10,10 +10,11 @@ const STOP_TIMEOUT_MS = 15_000;
 
 /**
  * `START_WORKER=process`: the worker as its own process (`worker/main.ts`, the production entry,
- * compiled at each start: worker-build.ts), so a chaos test can SIGKILL it. Resolves once it polls (it says so over the IPC channel); its output
- * goes to ours line by line, prefixed `[worker]` (or the name given). Like the Temporal server it has its own process
- * group, so a terminal's Ctrl-C reaches only us and we stop it after the API has drained, and a
- * parent-death signal, so it does not outlive a crashed `npm start`.
+ * compiled at each start: worker-build.ts), so a chaos test can SIGKILL it. Resolves once it polls
+ * (it says so over the IPC channel); its output goes to ours line by line, prefixed `[worker]` (or
+ * the name given). Like the Temporal server it has its own process group, so a terminal's Ctrl-C
+ * reaches only us and we stop it after the API has drained, and a parent-death signal, so it does
+ * not outlive a crashed `npm start`.
  */
 export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: string) => void, name = 'worker'): Promise<SupervisedChild> {
   const [command, args] = withParentDeathSignal(process.execPath, [...WORKER_NODE_FLAGS, ...WORKER_ENTRY_FLAGS, await buildWorkerModule()]);
