@@ -32,7 +32,7 @@ const ownImportMetaUrl: Plugin = {
 const KEEP_OLD_BUILDS_MS = 10 * 60_000;
 
 /**
- * Compiles worker/main.ts and what it imports from the project (about a second) and returns the
+ * Compiles worker/main.ts and what it imports from the project (0.2 s here) and returns the
  * module's path, named by its content so that stacks starting at once share one file. Called at
  * every start of a worker process, so that, as under tsx, a restarted worker runs the code on disk.
  * Stack traces name the TypeScript files with `--enable-source-maps` (WORKER_ENTRY_FLAGS).
