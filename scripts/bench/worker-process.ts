@@ -4,7 +4,7 @@ import type { AppDeps } from '../../api/deps.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { WORKER_NODE_FLAGS } from '../../worker/node-flags.js';
-import { buildWorkerModule, WORKER_ENTRY_FLAGS } from '../dev/worker-build.js';
+import { builtWorkerEntry } from '../dev/worker-build.js';
 
 /**
  * The worker as `npm start` runs it in a process of its own (START_WORKER=process: worker/main.ts
@@ -13,7 +13,7 @@ import { buildWorkerModule, WORKER_ENTRY_FLAGS } from '../dev/worker-build.js';
  */
 export async function startWorkerProcess(env: Record<string, string>, options: { compiled?: boolean } = {}): Promise<{ pid: number | null; exited: Promise<never>; stop(): Promise<void> }> {
   // `compiled`: the build's JavaScript, as the Docker image runs it (`npm run build` first).
-  const entry = options.compiled ? ['dist/worker/main.js'] : [...WORKER_ENTRY_FLAGS, await buildWorkerModule()];
+  const entry = options.compiled ? ['dist/worker/main.js'] : await builtWorkerEntry();
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), ...entry], {
     env: { ...process.env, ...env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -20,8 +20,8 @@ const entry = path.join(projectRoot, 'worker', 'main.ts');
 const ownImportMetaUrl: Plugin = {
   name: 'own-import-meta-url',
   setup(esbuild) {
+    // Only the project's files reach it: packages are left outside the module.
     esbuild.onLoad({ filter: /\.ts$/ }, async ({ path: file }) => {
-      if (file.includes(`${path.sep}node_modules${path.sep}`)) return undefined;
       const source = await readFile(file, 'utf8');
       return { contents: source.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(file).href)), loader: 'ts' };
     });
@@ -35,7 +35,6 @@ const KEEP_OLD_BUILDS_MS = 10 * 60_000;
  * Compiles worker/main.ts and what it imports from the project (0.2 s here) and returns the
  * module's path, named by its content so that stacks starting at once share one file. Called at
  * every start of a worker process, so that, as under tsx, a restarted worker runs the code on disk.
- * Stack traces name the TypeScript files with `--enable-source-maps` (WORKER_ENTRY_FLAGS).
  */
 export async function buildWorkerModule(): Promise<string> {
   const { outputFiles } = await build({
@@ -58,5 +57,10 @@ export async function buildWorkerModule(): Promise<string> {
   return file;
 }
 
-/** Node flags for a built worker module beside WORKER_NODE_FLAGS: stack traces in TypeScript. */
-export const WORKER_ENTRY_FLAGS = ['--enable-source-maps'] as const;
+/**
+ * What follows WORKER_NODE_FLAGS on a worker process's command line: the module built now, with
+ * stack traces naming the TypeScript files (its inline source map).
+ */
+export async function builtWorkerEntry(): Promise<string[]> {
+  return ['--enable-source-maps', await buildWorkerModule()];
+}

@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { withParentDeathSignal } from '../../shared/parent-death-signal.js';
 import { awaitChildReady, type SupervisedChild } from '../../shared/supervisor.js';
 import { WORKER_NODE_FLAGS } from '../../worker/node-flags.js';
-import { buildWorkerModule, WORKER_ENTRY_FLAGS } from './worker-build.js';
+import { builtWorkerEntry } from './worker-build.js';
 
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
@@ -17,7 +17,7 @@ const STOP_TIMEOUT_MS = 15_000;
  * not outlive a crashed `npm start`.
  */
 export async function startWorkerProcess(env: NodeJS.ProcessEnv, log: (line: string) => void, name = 'worker'): Promise<SupervisedChild> {
-  const [command, args] = withParentDeathSignal(process.execPath, [...WORKER_NODE_FLAGS, ...WORKER_ENTRY_FLAGS, await buildWorkerModule()]);
+  const [command, args] = withParentDeathSignal(process.execPath, [...WORKER_NODE_FLAGS, ...await builtWorkerEntry()]);
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
   for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', (line) => log(`[${name}] ${line}`));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

@@ -4,7 +4,7 @@ import { readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { buildWorkerModule, WORKER_ENTRY_FLAGS } from '../../scripts/dev/worker-build.js';
+import { buildWorkerModule, builtWorkerEntry } from '../../scripts/dev/worker-build.js';
 import { projectRoot } from '../../shared/config.js';
 
 // The worker process of `START_WORKER=process` and `npm run topology` runs worker/main.ts compiled
@@ -24,7 +24,7 @@ describe('the worker module built at start', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'silent' };
     delete env.DATABASE_URL;
     delete env.TEMPORAL_ADDRESS;
-    const built = spawnSync(process.execPath, [...WORKER_ENTRY_FLAGS, first], { env, encoding: 'utf8', timeout: 30_000 });
+    const built = spawnSync(process.execPath, await builtWorkerEntry(), { env, encoding: 'utf8', timeout: 30_000 });
     const underTsx = spawnSync(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: projectRoot, env, encoding: 'utf8', timeout: 30_000 });
     expect(built.stderr).toContain('DATABASE_URL and TEMPORAL_ADDRESS must be set');
     expect({ status: built.status, stderr: built.stderr }).toEqual({ status: underTsx.status, stderr: underTsx.stderr });
