@@ -11,6 +11,7 @@ import { SiteSettingsCache } from '../shared/site-settings/cache.js';
 import { createRateLimiter } from '../shared/rate-limit/rate-limiter.js';
 import { loadSecretKeyRing } from '../shared/secrets/key-ring.js';
 import { TemporalAvailability } from '../temporal/availability.js';
+import { StartGate } from '../shared/workflow-starts/start-gate.js';
 import { connectTemporalClient } from '../temporal/connection.js';
 import type { AppDeps } from './deps.js';
 
@@ -39,7 +40,7 @@ export async function connectAppDeps(
   const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL, onError: (e) => log(`rate-limit store (Redis): ${e.message}`) });
   return {
     config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets,
-    temporal: { client: temporal.client, connection: temporal.connection, availability },
+    temporal: { client: temporal.client, connection: temporal.connection, availability, gate: new StartGate() },
     async close() {
       availability.close();
       await temporal.close();

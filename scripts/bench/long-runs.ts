@@ -22,6 +22,7 @@ import { startTemporalDevServer } from '../../temporal/dev-server.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
 import { publishDirect } from '../../test/harness/apps.js';
 import { bundleWorkflows } from '../../worker/bundle.js';
+import { cpuPerOperation } from './cpu.js';
 import { median } from './measure.js';
 import { startWorkerProcess, waitForWorker } from './worker-process.js';
 
@@ -101,30 +102,50 @@ const timerGraph: Graph = {
 };
 
 /**
- * For the latest timers, from their workflows' histories: how late Temporal fired the timer, how long
- * the workflow task it scheduled waited for a worker, and how many such tasks timed out (10 s each).
+ * Where each timer's lateness went, from its workflow's history (event times are the server's clock,
+ * as `until` and `block_complete` are this machine's): the first task's time until the timer was
+ * started (it is due 5 s after that, not after `until`), Temporal firing it after it was due, the
+ * workflow task it scheduled waiting for a worker, that task running, and the run's final write.
+ * Also how many such tasks timed out (10 s each) and how many took the sticky queue's timeout.
  */
-async function whereTimersWereLate(deps: AppDeps, timers: Array<{ runId: string; until: number; late: number }>): Promise<string> {
-  const TIMER_FIRED = 18, TASK_SCHEDULED = 5, TASK_STARTED = 6, TASK_TIMED_OUT = 8; // temporal.api.enums.v1.EventType
-  const firedLate: number[] = [], taskWait: number[] = [];
-  let timedOut = 0;
-  for (const timer of [...timers].sort((a, b) => b.late - a.late).slice(0, 20)) {
+async function whereTimersWereLate(deps: AppDeps, timers: Array<{ runId: string; until: number; done: number }>): Promise<string> {
+  // temporal.api.enums.v1's EventType and TimeoutType.
+  const TIMER_STARTED = 17, TIMER_FIRED = 18, TASK_SCHEDULED = 5, TASK_STARTED = 6, TASK_COMPLETED = 7, TASK_TIMED_OUT = 8, SCHEDULE_TO_START = 2;
+  const segments = { started: [] as number[], fired: [] as number[], waited: [] as number[], ran: [] as number[], written: [] as number[] };
+  let timedOut = 0, stickyTimedOut = 0;
+  await pool(timers, 16, async (timer) => {
     const events = (await deps.temporal.client.workflow.getHandle(workflowIds.appRun(timer.runId)).fetchHistory()).events ?? [];
     const at = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
+    const started = events.find((e) => e.eventType === TIMER_STARTED);
     const fire = events.findIndex((e) => e.eventType === TIMER_FIRED);
-    if (fire < 0) continue;
+    if (!started || fire < 0) return;
+    const timeout = started.timerStartedEventAttributes!.startToFireTimeout!;
+    const due = at(started) + Number(timeout.seconds) * 1000 + Math.round((timeout.nanos ?? 0) / 1e6);
     const after = events.slice(fire);
-    firedLate.push(at(events[fire]!) - timer.until);
     const scheduled = after.find((e) => e.eventType === TASK_SCHEDULED);
-    const started = after.find((e) => e.eventType === TASK_STARTED);
-    if (scheduled && started) taskWait.push(at(started) - at(scheduled));
-    timedOut += after.filter((e) => e.eventType === TASK_TIMED_OUT).length;
-  }
-  return `timer fired after its time p50 ${percentile(firedLate, 50)} ms, max ${Math.max(...firedLate)} ms; `
-    + `its workflow task waited for a worker p50 ${percentile(taskWait, 50)} ms, max ${Math.max(...taskWait)} ms; ${timedOut} workflow tasks timed out`;
+    const completedAt = after.findIndex((e) => e.eventType === TASK_COMPLETED);
+    const completed = after[completedAt];
+    // The task's last start before it completed: one that timed out was started again.
+    const taskStarted = after.slice(0, Math.max(0, completedAt)).reverse().find((e) => e.eventType === TASK_STARTED);
+    segments.started.push(due - timer.until);
+    segments.fired.push(at(events[fire]!) - due);
+    if (scheduled && taskStarted) segments.waited.push(at(taskStarted) - at(scheduled));
+    if (taskStarted && completed) segments.ran.push(at(completed) - at(taskStarted));
+    if (completed) segments.written.push(timer.done - at(completed));
+    for (const e of after) {
+      if (e.eventType === TASK_TIMED_OUT) {
+        const type = e.workflowTaskTimedOutEventAttributes?.timeoutType;
+        if (type === SCHEDULE_TO_START) stickyTimedOut++; else timedOut++;
+      }
+    }
+  });
+  const show = (values: number[]) => `p50 ${percentile(values, 50)}, p99 ${percentile(values, 99)}, max ${Math.max(...values)}`;
+  return `due after \`until\` (the first task's time) ${show(segments.started)} ms; fired after due ${show(segments.fired)} ms; `
+    + `its task waited for a worker ${show(segments.waited)} ms, ran ${show(segments.ran)} ms; final write ${show(segments.written)} ms; `
+    + `${timedOut} tasks timed out after starting, ${stickyTimedOut} on a sticky queue`;
 }
 
-async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting: number; approve: number; timers: number; callbacks: number }): Promise<string[]> {
+async function benchLongRuns(deps: AppDeps, pids: { worker: number; temporal: number | null; postgres: number | null }, sizes: { waiting: number; approve: number; timers: number; callbacks: number }): Promise<string[]> {
   const lines: string[] = [];
   const say = (line: string) => { lines.push(line); console.log(line); };
   const owner = await createUser(deps.db, { email: `bench-${randomUUID().slice(0, 8)}@example.com`, name: 'Bench' });
@@ -164,7 +185,7 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
     await quickP50(100, 4); // warm-up: the first runs after start pay for compilation, not for waiting runs
     const before = await quickP50();
     const before4 = await quickP50(200, 4);
-    const rssBefore = await rssMb(workerPid);
+    const rssBefore = await rssMb(pids.worker);
     const waitingIds: string[] = [];
     const startedAt = performance.now();
     await pool(Array.from({ length: sizes.waiting }), 32, async () => {
@@ -181,7 +202,7 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
     // Right after a burst of starts the engine still pays for them (its CPU per run fell back over
     // ~90 s in a probe), which is not what "while they wait" asks.
     const samples: number[] = [];
-    for (let i = 0; i < 24; i++) { samples.push(await rssMb(workerPid)); await new Promise((r) => setTimeout(r, 5_000)); }
+    for (let i = 0; i < 24; i++) { samples.push(await rssMb(pids.worker)); await new Promise((r) => setTimeout(r, 5_000)); }
     // The same warm-up as before "before", so both follow one: after the idle minutes other runs came
     // slower even with only 300 runs waiting (1.25×), which is the idling, not the waiting runs.
     await quickP50(100, 4);
@@ -217,23 +238,31 @@ async function benchLongRuns(deps: AppDeps, workerPid: number, sizes: { waiting:
     const timerIds: string[] = [];
     const paceStart = performance.now();
     const spacingMs = 50_000 / sizes.timers;
-    await pool(Array.from({ length: sizes.timers }, (_, i) => i), 32, async (i) => {
-      const wait = paceStart + i * spacingMs - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      timerIds.push(String((await post(`/api/released-app/${timers}/run`, { inputs: {}, mode: 'background' })).runId));
+    // Each process's CPU over the section (starts and fires), per timer run: on two cores, a figure
+    // near 2,000 ms of CPU per wall second in total means the timers queued for a core.
+    const timerSection = await cpuPerOperation([
+      { name: 'API and bench', pid: 'self' }, { name: 'Temporal', pid: pids.temporal }, { name: 'worker', pid: pids.worker }, { name: 'PostgreSQL', pid: pids.postgres },
+    ], sizes.timers, async () => {
+      await pool(Array.from({ length: sizes.timers }, (_, i) => i), 32, async (i) => {
+        const wait = paceStart + i * spacingMs - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        timerIds.push(String((await post(`/api/released-app/${timers}/run`, { inputs: {}, mode: 'background' })).runId));
+      });
+      for (;;) {
+        const { n } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM runs WHERE id = ANY(${timerIds}::uuid[]) AND status = 'completed'`.execute(deps.db).then((r) => r.rows[0]!);
+        if (n >= timerIds.length) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
     });
-    for (;;) {
-      const { n } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM runs WHERE id = ANY(${timerIds}::uuid[]) AND status = 'completed'`.execute(deps.db).then((r) => r.rows[0]!);
-      if (n >= timerIds.length) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    const timerSeconds = (performance.now() - paceStart) / 1000;
     const fired = await sql<{ run_id: string; until: string; at: Date }>`
       SELECT w.run_id::text, w.payload->>'until' AS until, c.created_at AS at FROM run_events w
       JOIN run_events c ON c.run_id = w.run_id AND c.type = 'block_complete' AND c.payload->>'blockId' = 'pause'
       WHERE w.run_id = ANY(${timerIds}::uuid[]) AND w.type = 'block_waiting'`.execute(deps.db);
     const lateness = fired.rows.map((r) => r.at.getTime() - Date.parse(r.until));
     say(`  5 s timers (${timerIds.length} due within a minute): lateness p50 ${percentile(lateness, 50)} ms, p99 ${percentile(lateness, 99)} ms (target p99 ≤ 1,000 ms)`);
-    say(`    where the latest 20 lost their time: ${await whereTimersWereLate(deps, fired.rows.map((r, i) => ({ runId: r.run_id, until: Date.parse(r.until), late: lateness[i]! })))}`);
+    say(`    CPU per timer run over the section's ${timerSeconds.toFixed(0)} s: ${timerSection.perOperation}`);
+    say(`    where the time went (from each one's history): ${await whereTimersWereLate(deps, fired.rows.map((r) => ({ runId: r.run_id, until: Date.parse(r.until), done: r.at.getTime() })))}`);
 
     // 4. Callbacks.
     const callbackIds: string[] = [];
@@ -284,7 +313,7 @@ export async function runLongRunsBenchAlone(): Promise<void> {
     try {
       await Promise.race([waitForWorker(deps), worker.exited]);
       console.log(`\nLong runs (issue 44): ${JSON.stringify(sizes)}; worker: ${compiled ? 'node dist/worker/main.js (as the Docker image runs it)' : 'worker/main.ts compiled at start (as npm start runs it with START_WORKER=process)'}`);
-      await benchLongRuns(deps, worker.pid!, sizes);
+      await benchLongRuns(deps, { worker: worker.pid!, temporal: temporal.pid, postgres: postgres.pid }, sizes);
       console.log('\n(one run; the machine is shared, so read the figures as an order of magnitude)');
     } finally {
       await worker.stop();

@@ -28,7 +28,7 @@ export async function retryRun(deps: StartRunDeps, principal: Principal, runId: 
   const run = await startAppRun(deps, {
     target: { deploymentId: original.deployment_id }, caller, inputs,
     // Like a background run: recorded now, started as soon as Temporal answers.
-    whenEngineDown: 'queue',
+    whenEngineDown: 'queue', whenBusy: 'leave',
     ...(from === 'failed_block' ? { reuseFrom: original.id } : {}),
   });
   return { runId: run.runId, retryOf: original.id };

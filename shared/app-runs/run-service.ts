@@ -6,7 +6,7 @@ import { currentBillingRules } from '../billing/billing-rules.js';
 import { runBaseCostMilli } from '../billing/pricing.js';
 import type { SiteSettingsCache } from '../site-settings/cache.js';
 import type { WorkflowStart } from '../workflow-starts/outbox.js';
-import { planStart, startNowOrFallBack, type StartPathDeps, type WhenEngineDown } from '../workflow-starts/start-path.js';
+import { planStart, startNowOrFallBack, type StartPathDeps, type WhenBusy, type WhenEngineDown } from '../workflow-starts/start-path.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { runSummary, workflowSearchAttributes, type WorkflowSearchMeta } from '../../temporal/search-attributes.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
@@ -59,6 +59,12 @@ export interface AppRunRequest {
    * `dependency_unavailable` and nothing is charged. Default `refuse`.
    */
   whenEngineDown?: WhenEngineDown;
+  /**
+   * While this process has as many workflow starts in flight as it may (start-gate.ts): `wait`
+   * for a place, or `leave` the start to the dispatcher, for a caller answered at once (a
+   * background run, a retry). Default `wait`.
+   */
+  whenBusy?: WhenBusy;
   /** A retry from the failed block: the blocks that completed in this earlier run are reused, not run again (docs/long-runs.md). */
   reuseFrom?: string;
   /** Signed POSTs of the run's events (docs/long-runs.md); a URL the outbound rules refuse is 400 `invalid_callback_url`, before anything is charged. */
@@ -127,7 +133,7 @@ export async function startAppRun(deps: StartRunDeps, request: AppRunRequest): P
     // Eager start: where an app-runs worker shares this client's connection (`npm start`), the
     // server hands it the first workflow task in its answer; elsewhere the task goes through the queue.
     await startNowOrFallBack(deps, workflowStart, {
-      whenEngineDown, args: [workflowInput], eager: true, onFailure: (error) => deps.onStartFailure?.(runId, error),
+      whenEngineDown, whenBusy: request.whenBusy, args: [workflowInput], eager: true, onFailure: (error) => deps.onStartFailure?.(runId, error),
       withdraw: () => endRunWithoutWorkflow(deps.db, runId, notStarted(true)),
     });
   });

@@ -14,6 +14,7 @@ import { claimDueStarts, deferStarts, type DueStartRow } from './outbox-reposito
 const LEASE_SECONDS = 30;
 const START_DEADLINE_MS = 10_000;
 const MAX_BACKOFF_SECONDS = 30;
+const BATCH = 100;
 
 /** Starts that failed (or were not tried): released, and due again after a backoff that grows with their attempts. */
 const deferFailedStarts = (db: Database, workflowIds: string[], error: Error) => deferStarts(db, workflowIds, error.message.slice(0, 500), MAX_BACKOFF_SECONDS);
@@ -25,7 +26,7 @@ const startOf = (row: DueStartRow): WorkflowStart => ({
 
 /** One pass: starts what is due. Returns how many workflows it started (or found started). */
 export async function dispatchDueStarts(db: Database, client: Client, options: { limit?: number } = {}): Promise<number> {
-  const due = await claimDueStarts(db, options.limit ?? 100, LEASE_SECONDS);
+  const due = await claimDueStarts(db, options.limit ?? BATCH, LEASE_SECONDS);
   let started = 0;
   for (const [index, row] of due.entries()) {
     try {
@@ -48,7 +49,9 @@ export function startWorkflowDispatcher(db: Database, client: Client, options: {
   let outage = false;
   return startPeriodic(async () => {
     try {
-      await dispatchDueStarts(db, client);
+      // A full batch means more are due (a burst of background runs left to us, start-gate.ts):
+      // the next batch goes at once, not after the interval.
+      while (await dispatchDueStarts(db, client, { limit: BATCH }) === BATCH);
       if (outage) options.log('workflow start dispatcher: Temporal answers again');
       outage = false;
     } catch (error) {

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Database } from '../db/client.js';
 import { dependencyUnavailable, isDatabaseUnavailable, isTemporalUnavailable } from '../dependency-errors.js';
 import type { TemporalAvailability } from '../../temporal/availability.js';
+import type { StartGate } from './start-gate.js';
 import { forgetWorkflowStart, NO_GRACE, recordWorkflowStart, REQUESTER_GRACE_SECONDS, startWorkflowNow, withdrawWorkflowStart, type WorkflowStart } from './outbox.js';
 
 // The start path of every workflow a request starts, after its start is recorded (outbox.ts):
@@ -14,9 +15,16 @@ export interface StartPathDeps {
   temporal: Client;
   /** Whether Temporal answered lately: while it does not, starts are not tried at all. */
   availability?: Pick<TemporalAvailability, 'available' | 'assertAvailable' | 'reportFailure'>;
+  /** The process's bound on starts in flight (start-gate.ts); none in tests that start one at a time. */
+  gate?: StartGate;
 }
 
 export type WhenEngineDown = 'queue' | 'refuse';
+/**
+ * While the process has as many starts in flight as it may: `wait` for a place, or `leave` the
+ * recorded start to the dispatcher (due after its grace), for a caller that was already answered.
+ */
+export type WhenBusy = 'wait' | 'leave';
 
 /** The requester's own start may take this long before it counts as failed. */
 const START_DEADLINE_MS = 5_000;
@@ -30,18 +38,25 @@ export function planStart(deps: StartPathDeps, whenEngineDown: WhenEngineDown): 
 }
 
 /**
- * Makes a recorded start now. On failure: `queue` leaves it recorded for the dispatcher; `refuse`
+ * Makes a recorded start now, within the process's bound on starts in flight (`whenBusy`). On
+ * failure: `queue` leaves it recorded for the dispatcher; `refuse`
  * calls `withdraw` (which takes back the start, and whatever was recorded with it, unless a
  * dispatcher holds it) and throws 503 `dependency_unavailable` (or the start's own error when it
  * was not an outage). When a dispatcher holds it, the start goes ahead and nothing is thrown.
- * Returns whether this call made the start.
+ * Returns whether this call made the start (false: it was left to the dispatcher).
  */
 export async function startNowOrFallBack(
   deps: StartPathDeps, start: WorkflowStart,
-  options: { whenEngineDown: WhenEngineDown; withdraw: () => Promise<boolean>; args?: unknown[]; eager?: boolean; onFailure?: (error: Error) => void },
+  options: { whenEngineDown: WhenEngineDown; whenBusy?: WhenBusy; withdraw: () => Promise<boolean>; args?: unknown[]; eager?: boolean; onFailure?: (error: Error) => void },
 ): Promise<boolean> {
+  const call = () => startWorkflowNow(deps.temporal, start, { args: options.args, eager: options.eager, deadlineMs: START_DEADLINE_MS });
   try {
-    await startWorkflowNow(deps.temporal, start, { args: options.args, eager: options.eager, deadlineMs: START_DEADLINE_MS });
+    if (!deps.gate) await call();
+    else if (options.whenBusy === 'leave') {
+      const started = deps.gate.runIfFree(call);
+      if (!started) return false;
+      await started;
+    } else await deps.gate.run(call);
     return true;
   } catch (error) {
     options.onFailure?.(error as Error);

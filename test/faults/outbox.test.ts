@@ -5,7 +5,7 @@ import type { Graph } from '../../shared/documents/graph.js';
 import { endRunWithoutWorkflow, notStarted } from '../../shared/app-runs/run-events-repository.js';
 import { reconcileOpenRuns } from '../../shared/app-runs/run-reconciler.js';
 import { admitRun } from '../../shared/app-runs/run-service.js';
-import { dispatchDueStarts } from '../../shared/workflow-starts/dispatcher.js';
+import { dispatchDueStarts, startWorkflowDispatcher } from '../../shared/workflow-starts/dispatcher.js';
 import { startWorkflowNow } from '../../shared/workflow-starts/outbox.js';
 import { taskQueueName } from '../../temporal/task-queues.js';
 import { workflowIds } from '../../temporal/workflow-ids.js';
@@ -78,6 +78,20 @@ describe('faults: recorded starts, withdrawals and the run reconciler', () => {
     expect(await runRow(due)).toEqual({ status: 'completed', error: null });
     await endRunWithoutWorkflow(stack.db, waiting, notStarted(true));
   });
+
+  it('the dispatcher loop takes the next batch at once when a batch was full, not after its interval', async () => {
+    const runIds = await Promise.all(Array.from({ length: 130 }, () => recordRun()));
+    const loop = startWorkflowDispatcher(stack.db, stack.deps.temporal.client, { intervalMs: 60_000, log: () => {} });
+    try {
+      await loop.settled();
+      const left = await stack.db.selectFrom('workflow_starts').select('workflow_id').where('workflow_id', 'in', runIds.map(workflowIds.appRun)).execute();
+      expect(left).toEqual([]);
+    } finally {
+      await loop.stop();
+    }
+    await until(async () => (await stack.db.selectFrom('runs').select('id').where('id', 'in', runIds).where('status', '=', 'completed').execute()).length === runIds.length,
+      60_000, 'all 130 runs to complete');
+  }, 90_000);
 
   it('a start made twice is harmless: the finished workflow is not run again', async () => {
     const runId = await recordRun();

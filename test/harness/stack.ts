@@ -19,6 +19,7 @@ import { SiteSettingsCache } from '../../shared/site-settings/cache.js';
 import { createRateLimiter } from '../../shared/rate-limit/rate-limiter.js';
 import { loadSecretKeyRing } from '../../shared/secrets/key-ring.js';
 import { TemporalAvailability } from '../../temporal/availability.js';
+import { StartGate } from '../../shared/workflow-starts/start-gate.js';
 import { connectTemporalClient } from '../../temporal/connection.js';
 import { startKeepers } from '../../worker/keepers.js';
 import { createWorkers, type WorkerSet } from '../../worker/create-workers.js';
@@ -92,7 +93,7 @@ export async function createTestStack(overrides: NodeJS.ProcessEnv = {}, options
   const rateLimiter = createRateLimiter({ redisUrl: config.REDIS_URL });
   const secrets = await loadSecretKeyRing(config);
   const deps: AppDeps = {
-    config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets, temporal: { client: temporal.client, connection: temporal.connection, availability },
+    config, db, settings, runEvents, deployments, idp, scheduleTokens, authenticator, rateLimiter, secrets, temporal: { client: temporal.client, connection: temporal.connection, availability, gate: new StartGate() },
   };
   const app = await buildApp(deps, { logger: false });
 

@@ -2,7 +2,7 @@ import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkBodySize } from '../../../shared/app-runs/limits.js';
 import type { StartRunDeps } from '../../../shared/app-runs/run-service.js';
-import type { AppDeps } from '../../deps.js';
+import { startPathDeps, type AppDeps } from '../../deps.js';
 
 // What every route that starts a run shares: the body cap and how the run service is wired.
 
@@ -42,8 +42,7 @@ export function checkRunBodySizeBeforeParsing(app: FastifyInstance, deps: Pick<A
 /** The run service's dependencies for a request: a start that fails is logged with the request. */
 export function runStarter(deps: Pick<AppDeps, 'db' | 'settings' | 'temporal' | 'config' | 'deployments' | 'runEvents'>, request: FastifyRequest): StartRunDeps {
   return {
-    db: deps.db, settings: deps.settings, deployments: deps.deployments, runEvents: deps.runEvents,
-    temporal: deps.temporal.client, availability: deps.temporal.availability,
+    ...startPathDeps(deps), settings: deps.settings, deployments: deps.deployments, runEvents: deps.runEvents,
     taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
     onStartFailure: (runId, error) => request.log.error({ err: error, runId }, 'run workflow did not start'),
   };

@@ -52,6 +52,9 @@ export const runRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       // is away; a JSON caller is told 503 instead (docs/app-runs.md "During an outage"). A
       // background run is recorded and started once Temporal answers, like a stream's.
       whenEngineDown: body.stream || background ? 'queue' : 'refuse',
+      // A background caller is answered at once: while the engine has all it should take, its run
+      // is started by the dispatcher instead of piling onto the engine (start-gate.ts).
+      whenBusy: background ? 'leave' : 'wait',
     });
     if (background) return reply.code(202).header('x-run-id', run.runId).send(backgroundRunAnswer(run.runId));
     return body.stream ? replyWithRunStream(deps, reply, run, body.format) : replyWithRunResult(deps, reply, run);

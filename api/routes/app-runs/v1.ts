@@ -42,7 +42,7 @@ export const v1Routes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     const background = request.body.mode === 'background';
     const run = await startAppRun(runStarter(deps, request), {
       target: { documentId: request.params.id }, caller, callback: request.body.callback,
-      ...(background ? { whenEngineDown: 'queue' as const } : {}),
+      ...(background ? { whenEngineDown: 'queue' as const, whenBusy: 'leave' as const } : {}),
       // The one text goes to the app's only input when it has exactly one; otherwise to an input named `input`.
       inputs: (deployment) => {
         const fields = (deployment.api_schema as { inputs: ApiSchemaField[] }).inputs;

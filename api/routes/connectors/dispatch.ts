@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { dispatchByToken } from '../../../shared/connectors/dispatch.js';
-import type { AppDeps } from '../../deps.js';
+import { startPathDeps, type AppDeps } from '../../deps.js';
 import { connectorError, tags } from './schemas.js';
 
 /**
@@ -28,8 +28,8 @@ export const dispatchRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
     reply.header('cache-control', 'no-store');
     return dispatchByToken({
-      db: deps.db, settings: deps.settings, deployments: deps.deployments, rateLimiter: deps.rateLimiter,
-      temporal: deps.temporal.client, availability: deps.temporal.availability, taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
+      ...startPathDeps(deps), settings: deps.settings, deployments: deps.deployments, rateLimiter: deps.rateLimiter,
+      taskQueueSuffix: deps.config.TEMPORAL_TASK_QUEUE_SUFFIX,
     }, token);
   });
 };

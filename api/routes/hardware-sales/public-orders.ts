@@ -8,7 +8,7 @@ import { assertWithinLimits, perMinute } from '../../../shared/rate-limit/limits
 import { tierKinds, salesModes, skuStatuses } from '../../../shared/hardware-sales/catalogue.js';
 import { presentedCode, quoteStatuses } from '../../../shared/hardware-sales/quote.js';
 import { assertOrderWithinLimits, assertQuoteWithinLimits, createOrder, getSkuConfig, quoteOrder } from '../../../shared/hardware-sales/service.js';
-import type { AppDeps } from '../../deps.js';
+import { startPathDeps, type AppDeps } from '../../deps.js';
 import { publicError, rejectInvalid } from '../../plugins/public-envelope.js';
 import { useErrorEnvelope } from '../../plugins/errors.js';
 import { addressSchema, blankToNull } from './request-schemas.js';
@@ -89,7 +89,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
   const { prefix: _mounted, ...appDeps } = deps as AppDeps & { prefix?: string };
   await app.register(publicLookupRoutes, appDeps);
   await app.register(publicPayRoutes, appDeps);
-  const startDeps = { db: deps.db, temporal: deps.temporal.client, availability: deps.temporal.availability };
+  const startDeps = startPathDeps(deps);
 
   app.get(`${base}/skus/:sku/config`, {
     attachValidation: true,

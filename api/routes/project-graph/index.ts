@@ -8,7 +8,7 @@ import { GRAPH_UNAVAILABLE, graphErrors } from '../../../shared/project-graph/er
 import { getProjectJob, submitEpisode } from '../../../shared/project-graph/jobs.js';
 import { searchGraph } from '../../../shared/project-graph/search.js';
 import { graphStatus } from '../../../shared/project-graph/status.js';
-import type { AppDeps } from '../../deps.js';
+import { startPathDeps, type AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 import { accessCallerOf } from '../../access-caller.js';
 
@@ -86,7 +86,7 @@ export const projectGraphRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     const { project } = await open(request, request.params.projectId);
     const principal = principalOf(request, 'jwt', 'api-key');
     const accepted = await submitEpisode(
-      { db, temporal: deps.temporal.client, availability: deps.temporal.availability, taskQueueSuffix: config.TEMPORAL_TASK_QUEUE_SUFFIX },
+      { ...startPathDeps(deps), taskQueueSuffix: config.TEMPORAL_TASK_QUEUE_SUFFIX },
       { projectId: project.id, teamId: project.team_id, userId: principal.userId, episode: { name: request.body.name, content: request.body.content } },
     );
     reply.code(202);

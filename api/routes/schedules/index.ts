@@ -12,7 +12,7 @@ import { workflowIds } from '../../../temporal/workflow-ids.js';
 import { scheduledRunStart } from '../../../shared/schedules/temporal-spec.js';
 import { startWorkflowFromRequest } from '../../../shared/workflow-starts/start-path.js';
 import type { ScheduledRunOutcome } from '../../../shared/schedules/contracts.js';
-import type { AppDeps } from '../../deps.js';
+import { startPathDeps, type AppDeps } from '../../deps.js';
 import { principalOf } from '../../plugins/auth.js';
 
 const tags = ['schedules'];
@@ -114,7 +114,7 @@ export const scheduleRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     const row = await requireTriggerable(db, callerOf(request), request.params.projectId, request.params.id);
     const workflowId = workflowIds.manualScheduledRun(row.id, newId());
     // The caller waits for the result, so during an outage it is told 503 rather than queued.
-    await startWorkflowFromRequest({ db, temporal: deps.temporal.client, availability: deps.temporal.availability }, {
+    await startWorkflowFromRequest(startPathDeps(deps), {
       workflowId, workflowType: 'scheduledRunWorkflow', taskQueue: taskQueueName('appRuns', deps.config.TEMPORAL_TASK_QUEUE_SUFFIX),
       args: [{ scheduleId: row.id, manual: true }], ...scheduledRunStart(row),
     }, 'refuse');
