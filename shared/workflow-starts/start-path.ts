@@ -39,11 +39,11 @@ export function planStart(deps: StartPathDeps, whenEngineDown: WhenEngineDown): 
 
 /**
  * Makes a recorded start now, within the process's bound on starts in flight (`whenBusy`). On
- * failure: `queue` leaves it recorded for the dispatcher; `refuse`
- * calls `withdraw` (which takes back the start, and whatever was recorded with it, unless a
- * dispatcher holds it) and throws 503 `dependency_unavailable` (or the start's own error when it
- * was not an outage). When a dispatcher holds it, the start goes ahead and nothing is thrown.
- * Returns whether this call made the start (false: it was left to the dispatcher).
+ * failure: `queue` leaves it recorded for the dispatcher; `refuse` calls `withdraw` (which takes
+ * back the start, and whatever was recorded with it, unless a dispatcher holds it) and throws 503
+ * `dependency_unavailable` (or the start's own error when it was not an outage). When a dispatcher
+ * holds it, the start goes ahead and nothing is thrown. Returns whether this call made the start
+ * (false: it was left to the dispatcher).
  */
 export async function startNowOrFallBack(
   deps: StartPathDeps, start: WorkflowStart,
@@ -51,12 +51,9 @@ export async function startNowOrFallBack(
 ): Promise<boolean> {
   const call = () => startWorkflowNow(deps.temporal, start, { args: options.args, eager: options.eager, deadlineMs: START_DEADLINE_MS });
   try {
-    if (!deps.gate) await call();
-    else if (options.whenBusy === 'leave') {
-      const started = deps.gate.runIfFree(call);
-      if (!started) return false;
-      await started;
-    } else await deps.gate.run(call);
+    const started = !deps.gate ? call() : options.whenBusy === 'leave' ? deps.gate.runIfFree(call) : deps.gate.run(call);
+    if (!started) return false; // every place taken: left to the dispatcher
+    await started;
     return true;
   } catch (error) {
     options.onFailure?.(error as Error);
