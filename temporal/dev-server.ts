@@ -32,6 +32,8 @@ export interface DevServerOptions {
   /** SQLite file to keep workflow history across restarts; omit for an in-memory server. */
   dbFile?: string;
   log?: (line: string) => void;
+  /** Every chunk the server writes (its JSON log at `warn`): the long-runs bench counts its warnings. */
+  onOutput?: (chunk: string) => void;
 }
 
 /** Starts `temporal server start-dev` (or the SDK's download of it) on loopback ports, free ones unless given. */
@@ -92,7 +94,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const [command, commandArgs] = withParentDeathSignal(source.path, args);
   const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
-  const remember = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-4000); };
+  const remember = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+    options.onOutput?.(chunk.toString());
+  };
   child.stdout?.on('data', remember);
   child.stderr?.on('data', remember);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => {

@@ -36,8 +36,9 @@ import { startWorkerProcess, waitForWorker } from './worker-process.js';
 //     20%; also printed: right after the last one began waiting, and 4 at a time).
 //  2. Approving A of them at 50-way: p99 from the approval's 200 to run_complete (target ≤ 250 ms).
 //  3. T runs with a 5 s wait started over 50 s, all due in the same minute: p99 lateness (target ≤ 1 s),
-//     and for the latest 20, from their histories, whether Temporal fired late or its task waited.
+//     where the time went, from every timer's history, and each process's CPU over the section.
 //  4. C runs with a callback: p99 from the terminal event to the first attempt's arrival (≤ 200 ms).
+// Then the Temporal server's warnings and errors over all four (none on a server that kept up).
 
 const argValue = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`);
@@ -145,7 +146,31 @@ async function whereTimersWereLate(deps: AppDeps, timers: Array<{ runId: string;
     + `${timedOut} tasks timed out after starting, ${stickyTimedOut} on a sticky queue`;
 }
 
-async function benchLongRuns(deps: AppDeps, pids: { worker: number; temporal: number | null; postgres: number | null }, sizes: { waiting: number; approve: number; timers: number; callbacks: number }): Promise<string[]> {
+/**
+ * The Temporal server's warnings and errors by message, from its JSON log: a burst that overloads
+ * it shows there first ("Slow gRPC call", tasks failing on their deadline; docs/decisions.md "A
+ * bounded number of workflow starts in flight").
+ */
+function serverWarnings() {
+  let partial = '';
+  const counts = new Map<string, number>();
+  return {
+    take(chunk: string) {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const message = /"level":"(?:WARN|ERROR)","msg":"([^"]*)"/.exec(line)?.[1];
+        if (message !== undefined) counts.set(message, (counts.get(message) ?? 0) + 1);
+      }
+    },
+    summary: () => (counts.size === 0 ? 'none' : [...counts].sort((a, b) => b[1] - a[1]).map(([message, n]) => `${n} × "${message}"`).join(', ')),
+  };
+}
+
+async function benchLongRuns(
+  deps: AppDeps, pids: { worker: number; temporal: number | null; postgres: number | null }, sizes: { waiting: number; approve: number; timers: number; callbacks: number },
+  temporalWarnings: () => string,
+): Promise<string[]> {
   const lines: string[] = [];
   const say = (line: string) => { lines.push(line); console.log(line); };
   const owner = await createUser(deps.db, { email: `bench-${randomUUID().slice(0, 8)}@example.com`, name: 'Bench' });
@@ -278,6 +303,7 @@ async function benchLongRuns(deps: AppDeps, pids: { worker: number; temporal: nu
     }
     const callbackLatency = terminals.rows.filter((t) => arrivals.has(t.id)).map((t) => arrivals.get(t.id)! - t.at.getTime());
     say(`  terminal event → first callback attempt: p50 ${percentile(callbackLatency, 50)} ms, p99 ${percentile(callbackLatency, 99)} ms over ${callbackLatency.length} (target p99 ≤ 200 ms)`);
+    say(`  Temporal's warnings and errors over all of it: ${temporalWarnings()}`);
   } finally {
     await app.close();
     receiver.stop();
@@ -290,11 +316,12 @@ export async function runLongRunsBenchAlone(): Promise<void> {
   const sizes = { waiting: argValue('waiting', 10_000), approve: argValue('approve', 1_000), timers: argValue('timers', 1_000), callbacks: argValue('callbacks', 200) };
   sizes.approve = Math.min(sizes.approve, sizes.waiting);
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'wfapp-bench-long-runs-'));
+  const warnings = serverWarnings();
   await chmod(workDir, 0o755);
   const [postgres, temporal] = await Promise.all([
     startEmbeddedPostgres({ dataDir: path.join(workDir, 'postgres'), persistent: false }),
     // Its store in a file, as `npm start` keeps it (an in-memory store is faster as it grows).
-    startTemporalDevServer({ namespace: 'default', dbFile: path.join(workDir, 'temporal.sqlite') }),
+    startTemporalDevServer({ namespace: 'default', dbFile: path.join(workDir, 'temporal.sqlite'), onOutput: (chunk) => warnings.take(chunk) }),
   ]);
   try {
     const admin = createDb(postgres.url, { poolSize: 1 });
@@ -313,7 +340,7 @@ export async function runLongRunsBenchAlone(): Promise<void> {
     try {
       await Promise.race([waitForWorker(deps), worker.exited]);
       console.log(`\nLong runs (issue 44): ${JSON.stringify(sizes)}; worker: ${compiled ? 'node dist/worker/main.js (as the Docker image runs it)' : 'worker/main.ts compiled at start (as npm start runs it with START_WORKER=process)'}`);
-      await benchLongRuns(deps, { worker: worker.pid!, temporal: temporal.pid, postgres: postgres.pid }, sizes);
+      await benchLongRuns(deps, { worker: worker.pid!, temporal: temporal.pid, postgres: postgres.pid }, sizes, warnings.summary);
       console.log('\n(one run; the machine is shared, so read the figures as an order of magnitude)');
     } finally {
       await worker.stop();
