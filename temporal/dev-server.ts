@@ -95,8 +95,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   const remember = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
-    options.onOutput?.(chunk.toString());
+    const text = chunk.toString();
+    output = (output + text).slice(-4000);
+    options.onOutput?.(text);
   };
   child.stdout?.on('data', remember);
   child.stderr?.on('data', remember);

@@ -4,8 +4,8 @@
  * flight only wait longer inside it. Without a bound, 10,000 background runs posted at 32-way put
  * over a thousand starts in flight: each took 3 to 18 s, the server's own tasks timed out behind
  * them, and starts that passed their deadline were taken for an outage (docs/decisions.md "A
- * bounded number of starts in flight"). 32 is far above what a healthy server has in flight (a
- * start takes milliseconds) and well below where its answers slowed.
+ * bounded number of workflow starts in flight"). 32 is far above what a healthy server has in
+ * flight (a start takes milliseconds), and far below the thousand behind which its own work timed out.
  */
 export const MAX_STARTS_IN_FLIGHT = 32;
 
